@@ -1,0 +1,142 @@
+"""One exception tree for the whole of `mq`.
+
+``MQError`` is the root. Expected outcomes (no message yet, offset moved, flush timed out) are *statuses*,
+not exceptions; exceptions are for failures a caller must handle or a user must read.
+
+- ``LocalProtocolError``: we were asked to send something the protocol cannot carry (a bug or misuse here).
+- ``RemoteProtocolError``: the peer sent bytes that break the protocol (bad frame, bad header).
+- ``RemotingError`` and subclasses: transport failures (connect, timeout, closed connection).
+- ``BrokerError``: a peer answered with a non-success response code; ``from_response`` maps the code
+  to a subclass through one table, and ``retriable`` tells the producer whether to try another queue.
+"""
+
+from __future__ import annotations
+
+
+class MQError(Exception):
+    """Root of every error raised by `mq`."""
+
+    retriable: bool = False
+
+
+class ConfigError(MQError):
+    """A configuration file or option is invalid; the message names the key and the rule."""
+
+
+class ProtocolError(MQError):
+    """A RocketMQ remoting protocol violation."""
+
+
+class LocalProtocolError(ProtocolError):
+    """We tried to build a command the protocol cannot carry."""
+
+
+class RemoteProtocolError(ProtocolError):
+    """The peer sent bytes that are not a valid RocketMQ frame or header."""
+
+
+class RemotingError(MQError):
+    """The transport failed: connect, send, or receive."""
+
+    retriable = True
+
+    def __init__(self, message: str, addr: str | None = None) -> None:
+        super().__init__(message)
+        self.addr = addr
+
+
+class ConnectError(RemotingError):
+    """Could not open a connection to ``addr``."""
+
+
+class RemotingTimeoutError(RemotingError):
+    """No response arrived within the timeout."""
+
+
+class ConnectionClosedError(RemotingError):
+    """The connection closed while a request was pending."""
+
+
+class InvalidTopicError(MQError):
+    """A topic name breaks RocketMQ's rules; the message names the rule."""
+
+
+class MessageTooLargeError(MQError):
+    """A message body or property block is over the limit; the message names the limit."""
+
+
+class BrokerError(MQError):
+    """A peer (broker or name server) answered with a non-success response code."""
+
+    def __init__(self, code: int, remark: str | None = None, addr: str | None = None) -> None:
+        self.code = int(code)
+        self.remark = remark or ""
+        self.addr = addr
+        where = f" from {addr}" if addr else ""
+        super().__init__(f"{_code_name(self.code)} ({self.code}){where}: {self.remark}".rstrip(": "))
+
+    @classmethod
+    def from_response(cls, code: int, remark: str | None = None, addr: str | None = None) -> "BrokerError":
+        klass = _BY_CODE.get(int(code), BrokerError)
+        return klass(code, remark, addr)
+
+
+class SystemError_(BrokerError):
+    retriable = True
+
+
+class SystemBusyError(BrokerError):
+    retriable = True
+
+
+class RequestCodeNotSupportedError(BrokerError):
+    pass
+
+
+class ServiceNotAvailableError(BrokerError):
+    retriable = True
+
+
+class NoPermissionError(BrokerError):
+    retriable = True
+
+
+class TopicNotExistError(BrokerError):
+    retriable = True
+
+
+class MessageIllegalError(BrokerError):
+    pass
+
+
+class QueryNotFoundError(BrokerError):
+    pass
+
+
+class ConsumerNotOnlineError(BrokerError):
+    pass
+
+
+def _code_name(code: int) -> str:
+    # Imported lazily: errors sits below protocol in the import graph.
+    try:
+        from mq.protocol.codes import ResponseCode
+
+        return ResponseCode(code).name
+    except (ImportError, ValueError):
+        return "RESPONSE"
+
+
+# Response codes (PROTOCOL.md §5) -> exception classes. Retriable ones mirror the Java producer's
+# retryResponseCodes {17, 14, 1, 16, 204, 205} plus SYSTEM_BUSY, which the producer also retries.
+_BY_CODE: dict[int, type[BrokerError]] = {
+    1: SystemError_,
+    2: SystemBusyError,
+    3: RequestCodeNotSupportedError,
+    13: MessageIllegalError,
+    14: ServiceNotAvailableError,
+    16: NoPermissionError,
+    17: TopicNotExistError,
+    22: QueryNotFoundError,
+    206: ConsumerNotOnlineError,
+}

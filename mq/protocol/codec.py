@@ -1,0 +1,352 @@
+"""Frames and header serialization of the RocketMQ remoting protocol. No I/O (PROTOCOL.md §1, §2).
+
+Frame layout (all integers big-endian)::
+
+    +--------+----------------------------+-----------------+---------------+
+    | length | serialize type | header len|     header      |     body      |
+    | int32  | 1 byte         | 3 bytes   |  H bytes        |  B bytes      |
+    +--------+----------------------------+-----------------+---------------+
+      length = 4 + H + B  (the bytes after the length field)
+
+JSON header (type 0): an object with ``code``, ``language`` (name), ``version``, ``opaque``, ``flag``,
+``remark`` (optional) and ``extFields`` (string -> string).
+
+ROCKETMQ binary header (type 1)::
+
+    code int16 | language int8 | version int16 | opaque int32 | flag int32 |
+    remarkLen int32 | remark | extLen int32 | { keyLen int16 | key | valLen int32 | value }*
+
+The decoder is incremental: ``FrameDecoder.feed`` takes chunks of any size and returns whole commands.
+It checks every length against ``FrameLimits`` before it waits for or allocates the claimed bytes, and it
+raises only ``RemoteProtocolError`` on bad input.
+"""
+
+from __future__ import annotations
+
+import struct
+
+import orjson
+
+from mq.config import FrameLimits
+from mq.errors import LocalProtocolError, RemoteProtocolError
+from mq.protocol.codes import LanguageCode, SerializeType
+from mq.protocol.command import RemotingCommand
+
+LENGTH = struct.Struct(">i")
+PREFIX = struct.Struct(">iI")  # length, header word
+BIN_FIXED = struct.Struct(">hbhii")  # code, language, version, opaque, flag
+INT32 = struct.Struct(">i")
+INT16 = struct.Struct(">h")
+
+_LANG_BY_NAME = {m.name: int(m) for m in LanguageCode}
+_LANG_NAME = {int(m): m.name for m in LanguageCode}
+_SERIALIZE_NAME = {0: "JSON", 1: "ROCKETMQ"}
+_MAX_HEADER_WORD_LEN = 0xFFFFFF
+
+
+# ---------------------------------------------------------------------------------------------
+# value normalisation (PROTOCOL.md §3.5)
+# ---------------------------------------------------------------------------------------------
+def _text(value: object) -> str | None:
+    """A JSON extFields value as RocketMQ's string form; None means "absent"."""
+    if value is None:
+        return None
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, str):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    if isinstance(value, (int, float)):
+        return str(value)
+    # Objects or arrays inside extFields are not RocketMQ; keep their JSON text rather than fail.
+    return orjson.dumps(value).decode()
+
+
+def normalize_ext(ext: dict) -> dict[str, str]:
+    """extFields as sent by C++ / Node clients (numbers, booleans, nulls) -> Java's string map."""
+    for v in ext.values():
+        if type(v) is not str:
+            break
+    else:
+        return ext
+    out: dict[str, str] = {}
+    for k, v in ext.items():
+        t = _text(v)
+        if t is not None:
+            out[str(k)] = t
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# JSON header
+# ---------------------------------------------------------------------------------------------
+def encode_json_header(cmd: RemotingCommand) -> bytes:
+    ext = cmd.ext_fields
+    for v in ext.values():
+        if type(v) is not str:
+            ext = normalize_ext(ext)
+            break
+    header = {
+        "code": cmd.code,
+        "extFields": ext,
+        "flag": cmd.flag,
+        "language": _LANG_NAME.get(cmd.language, "OTHER"),
+        "opaque": cmd.opaque,
+        "serializeTypeCurrentRPC": "JSON",
+        "version": cmd.version,
+    }
+    if cmd.remark is not None:
+        header["remark"] = cmd.remark
+    try:
+        return orjson.dumps(header)
+    except TypeError as exc:
+        raise LocalProtocolError(f"cannot encode header: {exc}") from None
+
+
+def _as_int(obj: dict, key: str, default: int | None = None) -> int:
+    v = obj.get(key, default)
+    if type(v) is int:
+        return v
+    if v is None:
+        raise RemoteProtocolError(f"JSON header has no {key!r}")
+    try:
+        if isinstance(v, bool):
+            raise ValueError
+        return int(v)
+    except (TypeError, ValueError):
+        raise RemoteProtocolError(f"JSON header field {key!r} is not an integer: {v!r}") from None
+
+
+def decode_json_header(data: bytes | memoryview) -> RemotingCommand:
+    try:
+        obj = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise RemoteProtocolError(f"header is not valid JSON: {exc}") from None
+    if type(obj) is not dict:
+        raise RemoteProtocolError("JSON header is not an object")
+    code = _as_int(obj, "code")
+    opaque = _as_int(obj, "opaque", 0)
+    flag = _as_int(obj, "flag", 0)
+    version = _as_int(obj, "version", 0)
+    lang = obj.get("language", "JAVA")
+    if type(lang) is str:
+        language = _LANG_BY_NAME.get(lang, LanguageCode.OTHER)
+    elif type(lang) is int:
+        language = lang if lang in _LANG_NAME else LanguageCode.OTHER
+    else:
+        language = LanguageCode.OTHER
+    remark = obj.get("remark")
+    if remark is not None and type(remark) is not str:
+        remark = _text(remark)
+    ext = obj.get("extFields")
+    if ext is None:
+        ext = {}
+    elif type(ext) is not dict:
+        raise RemoteProtocolError("JSON header extFields is not an object")
+    else:
+        ext = normalize_ext(ext)
+    if not (-2**31 <= opaque < 2**31 and -2**31 <= code < 2**31 and -2**31 <= flag < 2**31):
+        raise RemoteProtocolError("JSON header integer out of int32 range")
+    return RemotingCommand(code, opaque=opaque, flag=flag, remark=remark, ext_fields=ext, language=language,
+                           version=version, serialize_type=SerializeType.JSON)
+
+
+# ---------------------------------------------------------------------------------------------
+# ROCKETMQ binary header
+# ---------------------------------------------------------------------------------------------
+def encode_rocketmq_header(cmd: RemotingCommand) -> bytes:
+    parts = []
+    for k, v in cmd.ext_fields.items():
+        if v is None:
+            continue
+        kb = k.encode()
+        vb = (v if type(v) is str else (_text(v) or "")).encode()
+        if len(kb) > 0x7FFF:
+            raise LocalProtocolError(f"extFields key too long for the ROCKETMQ header: {k[:40]!r}...")
+        parts.append(INT16.pack(len(kb)))
+        parts.append(kb)
+        parts.append(INT32.pack(len(vb)))
+        parts.append(vb)
+    ext = b"".join(parts)
+    remark = cmd.remark.encode() if cmd.remark else b""
+    if not -0x8000 <= cmd.code <= 0x7FFF or not -0x8000 <= cmd.version <= 0x7FFF:
+        raise LocalProtocolError(f"code {cmd.code} / version {cmd.version} do not fit the ROCKETMQ header")
+    lang = cmd.language if 0 <= cmd.language <= 127 else LanguageCode.OTHER
+    return b"".join((BIN_FIXED.pack(cmd.code, lang, cmd.version, cmd.opaque, cmd.flag),
+                     INT32.pack(len(remark)), remark, INT32.pack(len(ext)), ext))
+
+
+def decode_rocketmq_header(data: bytes | memoryview) -> RemotingCommand:
+    data = bytes(data)
+    n = len(data)
+    if n < BIN_FIXED.size + 8:
+        raise RemoteProtocolError(f"ROCKETMQ header of {n} bytes is shorter than its fixed part")
+    code, lang, version, opaque, flag = BIN_FIXED.unpack_from(data, 0)
+    pos = BIN_FIXED.size
+    (rlen,) = INT32.unpack_from(data, pos)
+    pos += 4
+    if rlen < 0 or pos + rlen + 4 > n:
+        raise RemoteProtocolError(f"ROCKETMQ header remark length {rlen} exceeds the header")
+    try:
+        remark = data[pos:pos + rlen].decode() if rlen else None
+    except UnicodeDecodeError:
+        raise RemoteProtocolError("ROCKETMQ header remark is not UTF-8") from None
+    pos += rlen
+    (elen,) = INT32.unpack_from(data, pos)
+    pos += 4
+    if elen < 0 or pos + elen != n:
+        raise RemoteProtocolError(f"ROCKETMQ header extFields length {elen} does not match the header")
+    ext: dict[str, str] = {}
+    end = pos + elen
+    try:
+        while pos < end:
+            if pos + 2 > end:
+                raise RemoteProtocolError("truncated extFields key length")
+            (klen,) = INT16.unpack_from(data, pos)
+            pos += 2
+            if klen < 0 or pos + klen + 4 > end:
+                raise RemoteProtocolError("extFields key exceeds the header")
+            key = data[pos:pos + klen].decode()
+            pos += klen
+            (vlen,) = INT32.unpack_from(data, pos)
+            pos += 4
+            if vlen < 0 or pos + vlen > end:
+                raise RemoteProtocolError("extFields value exceeds the header")
+            ext[key] = data[pos:pos + vlen].decode()
+            pos += vlen
+    except UnicodeDecodeError:
+        raise RemoteProtocolError("extFields entry is not UTF-8") from None
+    language = lang if lang in _LANG_NAME else LanguageCode.OTHER
+    return RemotingCommand(code, opaque=opaque, flag=flag, remark=remark, ext_fields=ext, language=language,
+                           version=version, serialize_type=SerializeType.ROCKETMQ)
+
+
+# ---------------------------------------------------------------------------------------------
+# frames
+# ---------------------------------------------------------------------------------------------
+def encode_header(cmd: RemotingCommand) -> bytes:
+    if cmd.serialize_type == SerializeType.ROCKETMQ:
+        return encode_rocketmq_header(cmd)
+    return encode_json_header(cmd)
+
+
+def encode_prefix(cmd: RemotingCommand) -> bytes:
+    """Length, header word and header: everything of the frame but the body."""
+    header = encode_header(cmd)
+    hlen = len(header)
+    if hlen > _MAX_HEADER_WORD_LEN:
+        raise LocalProtocolError(f"header of {hlen} bytes does not fit 24 bits")
+    blen = len(cmd.body) if cmd.body is not None else 0
+    total = 4 + hlen + blen
+    if total > 0x7FFFFFFF:
+        raise LocalProtocolError(f"frame of {total} bytes is over the int32 length")
+    return PREFIX.pack(total, (int(cmd.serialize_type) << 24) | hlen) + header
+
+
+def encode(cmd: RemotingCommand) -> bytes:
+    """The whole frame as bytes."""
+    prefix = encode_prefix(cmd)
+    if cmd.body:
+        return prefix + bytes(cmd.body)
+    return prefix
+
+
+def encode_into(out: bytearray, cmd: RemotingCommand) -> None:
+    """Append the frame to ``out`` (used to answer many frames with one write)."""
+    out += encode_prefix(cmd)
+    if cmd.body:
+        out += cmd.body
+
+
+def decode_frame(frame: bytes | memoryview, limits: FrameLimits | None = None) -> RemotingCommand:
+    """Decode one whole frame (with its length prefix)."""
+    dec = FrameDecoder(limits)
+    cmds = dec.feed(frame)
+    if len(cmds) != 1 or dec.buffered:
+        raise RemoteProtocolError(f"expected exactly one frame, got {len(cmds)} and {dec.buffered} stray bytes")
+    return cmds[0]
+
+
+def decode_body_frame(length: int, payload: bytes | memoryview, limits: FrameLimits) -> RemotingCommand:
+    """Decode the ``length`` bytes after a frame's length field."""
+    if length < 4:
+        raise RemoteProtocolError(f"frame length {length} is shorter than the header word")
+    (word,) = INT32.unpack_from(payload, 0)
+    stype = (word >> 24) & 0xFF
+    hlen = word & 0xFFFFFF
+    if hlen > length - 4:
+        raise RemoteProtocolError(f"header length {hlen} is longer than the frame ({length - 4} bytes)")
+    if hlen > limits.max_header:
+        raise RemoteProtocolError(f"header length {hlen} is over the limit of {limits.max_header} bytes")
+    header = payload[4:4 + hlen]
+    if stype == SerializeType.JSON:
+        cmd = decode_json_header(header)
+    elif stype == SerializeType.ROCKETMQ:
+        cmd = decode_rocketmq_header(header)
+    else:
+        raise RemoteProtocolError(f"unknown serialize type {stype}")
+    if length > 4 + hlen:
+        cmd.body = bytes(payload[4 + hlen:length])
+    return cmd
+
+
+class FrameDecoder:
+    """Incremental frame decoder: ``feed`` bytes, get back the whole commands they complete.
+
+    After it raises ``RemoteProtocolError`` the stream is unusable: the caller closes the connection.
+    """
+
+    __slots__ = ("_buf", "_limits", "_broken")
+
+    def __init__(self, limits: FrameLimits | None = None) -> None:
+        self._buf = bytearray()
+        self._limits = limits or FrameLimits()
+        self._broken = False
+
+    @property
+    def buffered(self) -> int:
+        return len(self._buf)
+
+    def feed(self, data: bytes | bytearray | memoryview) -> list[RemotingCommand]:
+        if self._broken:
+            raise RemoteProtocolError("stream already failed to decode")
+        buf = self._buf
+        buf += data
+        out: list[RemotingCommand] = []
+        pos = 0
+        n = len(buf)
+        limits = self._limits
+        try:
+            while n - pos >= 4:
+                (length,) = LENGTH.unpack_from(buf, pos)
+                if length < 4:
+                    raise RemoteProtocolError(f"frame length {length} is invalid (less than 4)")
+                if length > limits.max_frame:
+                    raise RemoteProtocolError(
+                        f"frame length {length} is over the limit of {limits.max_frame} bytes")
+                if n - pos - 4 >= 4:
+                    # Validate the header word as soon as it arrives, not when the whole frame does.
+                    (word,) = INT32.unpack_from(buf, pos + 4)
+                    if (word >> 24) & 0xFF not in (0, 1):
+                        raise RemoteProtocolError(f"unknown serialize type {(word >> 24) & 0xFF}")
+                    if word & 0xFFFFFF > length - 4:
+                        raise RemoteProtocolError(
+                            f"header length {word & 0xFFFFFF} is longer than the frame ({length - 4} bytes)")
+                end = pos + 4 + length
+                if end > n:
+                    break
+                with memoryview(buf) as mv:
+                    out.append(decode_body_frame(length, mv[pos + 4:end], limits))
+                pos = end
+        except RemoteProtocolError:
+            self._broken = True
+            raise
+        except (struct.error, ValueError, TypeError, OverflowError, UnicodeDecodeError) as exc:
+            self._broken = True
+            raise RemoteProtocolError(f"malformed frame: {exc}") from None
+        if pos:
+            del buf[:pos]
+        return out
