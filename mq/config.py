@@ -39,6 +39,19 @@ class ProcessorLimits:
 
 
 @dataclass(frozen=True, slots=True)
+class ConnectionLimits:
+    """Per-connection memory bounds and idle policy of the remoting transport (mq/remoting)."""
+
+    #: Requests handed to async handlers and not yet finished; at this count the connection stops reading.
+    max_inflight: int = 1024
+    #: Transport write-buffer marks: above ``write_high_water`` a server connection stops reading.
+    write_high_water: int = 4 * 1024 * 1024
+    write_low_water: int = 1024 * 1024
+    #: A server connection with no read or write for this many seconds is closed (0 disables).
+    idle_timeout: float = 120.0
+
+
+@dataclass(frozen=True, slots=True)
 class NamesrvConfig:
     """Name server settings; YAML keys follow RocketMQ's namesrv.conf / NettyServerConfig names."""
 

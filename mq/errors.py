@@ -117,14 +117,12 @@ class ConsumerNotOnlineError(BrokerError):
     pass
 
 
-def _code_name(code: int) -> str:
-    # Imported lazily: errors sits below protocol in the import graph.
-    try:
-        from mq.protocol.codes import ResponseCode
+#: Response code -> name; filled in by mq.protocol.codes (errors sits below protocol and cannot import it).
+CODE_NAMES: dict[int, str] = {}
 
-        return ResponseCode(code).name
-    except (ImportError, ValueError):
-        return "RESPONSE"
+
+def _code_name(code: int) -> str:
+    return CODE_NAMES.get(code, "RESPONSE")
 
 
 # Response codes (PROTOCOL.md §5) -> exception classes. Retriable ones mirror the Java producer's

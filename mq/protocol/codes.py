@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from enum import IntEnum
 
+from mq import errors
+
 
 class RequestCode(IntEnum):
     SEND_MESSAGE = 10
@@ -179,3 +181,5 @@ FLAG_ONEWAY = 0x2
 
 #: Response codes a producer treats as "sent" (PROTOCOL.md §5).
 SEND_OK_CODES = frozenset({0, 10, 11, 12})
+
+errors.CODE_NAMES.update({int(c): c.name for c in ResponseCode})

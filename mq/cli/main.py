@@ -1,0 +1,97 @@
+"""The `mq` executable: daemons (namesrv, broker, up) and the admin toolkit.
+
+Sub-commands are imported lazily so that ``mq --help`` stays fast. This is the one place where unexpected
+errors are shown: an ``MQError`` is one clear line and a non-zero exit; a traceback only with MQ_DEBUG=1.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+
+import click
+
+DEFAULT_NAMESRV = "127.0.0.1:9876"
+
+#: command name -> ("module:attribute", one-line help). Modules load on first use, so ``--help`` is fast.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "namesrv": ("mq.cli.namesrv:namesrv", "Run or stop the name server."),
+    "up": ("mq.cli.up:up", "Run a name server and a broker locally on embedded defaults."),
+    "clusterList": ("mq.cli.cluster:cluster_list", "List clusters and their brokers."),
+    "topicList": ("mq.cli.topic:topic_list", "List topics known to the name server."),
+    "topicRoute": ("mq.cli.topic:topic_route", "Show the route of a topic."),
+}
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        entry = COMMANDS.get(name)
+        if entry is None:
+            return None
+        module, attr = entry[0].split(":")
+        return getattr(importlib.import_module(module), attr)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, COMMANDS[name][1]) for name in self.list_commands(ctx)]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+class Context:
+    """What every command gets through ``click.pass_obj``."""
+
+    def __init__(self, namesrv: str) -> None:
+        self.namesrv = namesrv
+
+    @property
+    def namesrv_addrs(self) -> list[str]:
+        return [a.strip() for a in self.namesrv.split(";") if a.strip()]
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
+@click.option("-n", "--namesrv", default=lambda: os.environ.get("NAMESRV_ADDR") or DEFAULT_NAMESRV,
+              show_default="$NAMESRV_ADDR or 127.0.0.1:9876",
+              help="Name server address(es), separated by ';' as in RocketMQ.")
+@click.version_option(package_name="mq", prog_name="mq")
+@click.pass_context
+def cli(ctx: click.Context, namesrv: str) -> None:
+    """mq: a RocketMQ-compatible message system and its admin toolkit."""
+    ctx.obj = Context(namesrv)
+
+
+def main(argv: list[str] | None = None) -> None:
+    from mq.errors import MQError
+
+    debug = os.environ.get("MQ_DEBUG") not in (None, "", "0")
+    try:
+        rv = cli.main(args=argv, prog_name="mq", standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        sys.exit(130)
+    except MQError as exc:
+        if debug:
+            raise
+        click.secho(f"error: {exc}", err=True, fg="red")
+        sys.exit(1)
+    except Exception as exc:  # the one place unexpected errors are shown
+        if debug:
+            raise
+        click.secho(f"error: unexpected {type(exc).__name__}: {exc} (set MQ_DEBUG=1 for a traceback)",
+                    err=True, fg="red")
+        sys.exit(1)
+    sys.exit(rv if isinstance(rv, int) else 0)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

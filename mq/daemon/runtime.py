@@ -1,0 +1,212 @@
+"""Process plumbing shared by the daemons: logging, signals, pid files, detaching.
+
+The only place (with ``cli/main.py``) that configures logging. Daemons run in the foreground by default;
+``--daemon`` re-executes the same command detached (new session, output to a log file) and waits until the
+child is serving or has failed, so the parent's exit code tells the truth.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import logging
+import logging.handlers
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Awaitable, Callable
+
+from mq.errors import MQError
+
+log = logging.getLogger(__name__)
+
+LOG_FORMAT = "%(asctime)s %(levelname)-5s %(name)s: %(message)s"
+
+
+class DaemonError(MQError):
+    """A daemon could not start, stop or be found."""
+
+
+def mq_home() -> Path:
+    """Where pid files, logs and the default store live: $MQ_HOME or ~/.mq."""
+    return Path(os.environ.get("MQ_HOME") or Path.home() / ".mq")
+
+
+def default_pid_file(kind: str) -> Path:
+    return mq_home() / "run" / f"{kind}.pid"
+
+
+def default_log_file(kind: str) -> Path:
+    return mq_home() / "logs" / f"{kind}.log"
+
+
+def setup_logging(level: str = "INFO", log_file: Path | None = None) -> None:
+    root = logging.getLogger()
+    for h in list(root.handlers):
+        root.removeHandler(h)
+    if log_file is not None:
+        log_file.parent.mkdir(parents=True, exist_ok=True)
+        handler: logging.Handler = logging.handlers.RotatingFileHandler(
+            log_file, maxBytes=64 * 1024 * 1024, backupCount=5, encoding="utf-8")
+    else:
+        handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter(LOG_FORMAT))
+    root.addHandler(handler)
+    root.setLevel(getattr(logging, level.upper(), logging.INFO))
+
+
+# -------------------------------------------------------------------------------------------------
+# pid files
+# -------------------------------------------------------------------------------------------------
+def write_pid_file(path: Path, pid: int | None = None) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(f"{pid or os.getpid()}\n")
+    os.replace(tmp, path)
+
+
+def read_pid_file(path: Path) -> int | None:
+    try:
+        text = path.read_text().strip()
+    except OSError:
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        return None
+
+
+def remove_pid_file(path: Path, pid: int | None = None) -> None:
+    """Remove the pid file if it still names ``pid`` (default: this process)."""
+    if read_pid_file(path) == (pid or os.getpid()):
+        with contextlib.suppress(OSError):
+            path.unlink()
+
+
+def running_pid(path: Path) -> int | None:
+    """The pid in ``path`` if that process is alive and is an mq process, else None."""
+    import psutil
+
+    pid = read_pid_file(path)
+    if pid is None:
+        return None
+    try:
+        proc = psutil.Process(pid)
+        if proc.status() == psutil.STATUS_ZOMBIE:
+            return None
+        cmd = " ".join(proc.cmdline())
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return None
+    return pid if "mq" in cmd else None
+
+
+def stop_by_pid_file(path: Path, *, kind: str, timeout: float = 15.0) -> int:
+    """SIGTERM the process named in ``path`` and wait for it to exit; returns its pid."""
+    import psutil
+
+    pid = running_pid(path)
+    if pid is None:
+        raise DaemonError(f"no running {kind} found (pid file {path})")
+    proc = psutil.Process(pid)
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=timeout)
+    except psutil.TimeoutExpired:
+        log.warning("%s pid %s did not stop within %.0fs; killing it", kind, pid, timeout)
+        proc.kill()
+        proc.wait(timeout=5)
+    with contextlib.suppress(OSError):
+        if read_pid_file(path) == pid:
+            path.unlink()
+    return pid
+
+
+# -------------------------------------------------------------------------------------------------
+# detaching
+# -------------------------------------------------------------------------------------------------
+def spawn_detached(argv: list[str], *, log_file: Path, pid_file: Path, ready: Callable[[], bool],
+                   timeout: float = 20.0) -> int:
+    """Start ``argv`` in a new session with output to ``log_file``; wait until ``ready()`` or failure.
+
+    Returns the child's pid. The child itself writes ``pid_file``; on failure the tail of the log is
+    put into the error so the user sees why.
+    """
+    log_file.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_file, "ab") as out:
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                                start_new_session=True, close_fds=True)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        code = proc.poll()
+        if code is not None:
+            raise DaemonError(f"daemon exited with code {code} during start-up; see {log_file}:\n"
+                              + _tail(log_file))
+        if ready():
+            return proc.pid
+        time.sleep(0.1)
+    proc.terminate()
+    raise DaemonError(f"daemon did not become ready within {timeout:.0f}s; see {log_file}")
+
+
+def _tail(path: Path, lines: int = 8) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return ""
+
+
+def port_open(host: str, port: int, timeout: float = 0.2) -> bool:
+    import socket
+
+    try:
+        with socket.create_connection((host if host not in ("0.0.0.0", "") else "127.0.0.1", port),
+                                      timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def describe_bind_error(exc: OSError, host: str, port: int) -> str:
+    if exc.errno == errno.EADDRINUSE:
+        return f"cannot listen on {host}:{port}: address already in use"
+    if exc.errno == errno.EADDRNOTAVAIL:
+        return f"cannot listen on {host}:{port}: address not available on this machine"
+    if exc.errno == errno.EACCES:
+        return f"cannot listen on {host}:{port}: permission denied"
+    return f"cannot listen on {host}:{port}: {exc.strerror or exc}"
+
+
+# -------------------------------------------------------------------------------------------------
+# running
+# -------------------------------------------------------------------------------------------------
+def new_event_loop() -> asyncio.AbstractEventLoop:
+    """An event loop, uvloop when it is installed."""
+    try:
+        import uvloop
+
+        return uvloop.new_event_loop()
+    except ImportError:  # pragma: no cover - uvloop is a dependency on Linux
+        return asyncio.new_event_loop()
+
+
+def run_until_signalled(main: Callable[[asyncio.Event], Awaitable[None]]) -> None:
+    """Run ``main(stop_event)`` on a fresh loop; SIGINT/SIGTERM set the event for a clean shutdown."""
+    loop = new_event_loop()
+    asyncio.set_event_loop(loop)
+    stop = asyncio.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        loop.run_until_complete(main(stop))
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(Exception):
+                loop.remove_signal_handler(sig)
+        with contextlib.suppress(Exception):
+            loop.run_until_complete(loop.shutdown_asyncgens())
+        loop.close()
+        asyncio.set_event_loop(None)

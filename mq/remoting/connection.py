@@ -1,0 +1,394 @@
+"""One remoting connection: the ``asyncio.Protocol`` shared by the server and the client side.
+
+The connection only moves bytes. Framing is ``mq.protocol.codec`` (``FrameDecoder`` / ``encode_into``)::
+
+    +--------+----------------------------+-----------------+---------------+
+    | length | serialize type | header len|     header      |     body      |
+    | int32  | 1 byte         | 3 bytes   |  H bytes        |  B bytes      |
+    +--------+----------------------------+-----------------+---------------+
+
+Reading: every ``data_received`` feeds the decoder and handles *every* complete frame it returns.
+Responses (flag bit 0) complete the future registered under their opaque; unknown opaques are logged at
+debug level and dropped. Requests go to the dispatcher (``HandlerRegistry.dispatch``), which either answers
+inline (plain function handlers) or queues the request to a bounded worker group (``async def`` handlers).
+
+Writing: frames are appended to one output ``bytearray``. Inside ``data_received`` it is written once at the
+end of the read, so all responses produced by one read leave in one ``transport.write``; outside a read the
+write is deferred to the next loop iteration with ``call_soon``, so requests and responses produced in the
+same iteration (pipelined invokes, worker completions) also coalesce.
+
+Bounded memory:
+
+- ``max_inflight`` requests queued to or running in async handlers: at that count the connection calls
+  ``transport.pause_reading()``; it resumes at half of it.
+- The transport's write buffer marks (``write_high_water``/``write_low_water``): on ``pause_writing`` a
+  *server* connection stops reading until ``resume_writing``, so a peer that does not read its responses
+  cannot make us buffer without bound. Callers of ``invoke`` wait for ``resume_writing`` before writing.
+  (A client connection keeps reading while its writes are blocked: reading responses is what lets the peer
+  make progress, and pausing both ways could deadlock.)
+
+Opaques are per connection, signed int32, wrapping from 2**31-1 to -2**31.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from mq.config import ConnectionLimits, FrameLimits
+from mq.errors import ConnectionClosedError, RemoteProtocolError, RemotingTimeoutError
+from mq.protocol.codec import FrameDecoder, encode_into
+from mq.protocol.codes import FLAG_ONEWAY, FLAG_RESPONSE
+from mq.protocol.command import RemotingCommand
+
+log = logging.getLogger(__name__)
+
+_INT32_MAX = 2**31 - 1
+_INT32_MIN = -(2**31)
+
+#: Reasons reading is paused (a bit set: reading resumes only when all are clear).
+_PAUSE_INFLIGHT = 1
+_PAUSE_WRITE = 2
+
+
+class Dispatcher(Protocol):
+    """What a connection hands requests to (``HandlerRegistry`` in ``server.py``)."""
+
+    def dispatch(self, conn: "Connection", cmd: RemotingCommand) -> None: ...
+
+
+def format_addr(peer: Any) -> str:
+    """A socket address tuple (IPv4 or IPv6) as RocketMQ's ``ip:port`` text."""
+    if isinstance(peer, tuple) and len(peer) >= 2:
+        return f"{peer[0]}:{peer[1]}"
+    if peer is None:
+        return "unknown"
+    return str(peer)
+
+
+class Connection(asyncio.Protocol):
+    """A RocketMQ remoting connection (either side).
+
+    Public attributes: ``remote_addr`` ("ip:port"), ``closed``, ``last_active`` (``time.monotonic``
+    seconds of the last read or write), ``attrs`` (free for the daemon's use: client id, group, ...).
+    """
+
+    def __init__(self, dispatcher: Dispatcher | None = None, *, frame_limits: FrameLimits | None = None,
+                 connection_limits: ConnectionLimits | None = None, name: str = "conn",
+                 pause_reading_on_write_block: bool = True,
+                 on_open: Callable[["Connection"], None] | None = None,
+                 on_close: Callable[["Connection"], None] | None = None) -> None:
+        self._dispatcher = dispatcher
+        self._decoder = FrameDecoder(frame_limits)
+        self._climits = connection_limits or ConnectionLimits()
+        self.name = name
+        self._pause_on_write = pause_reading_on_write_block
+        self._on_open = on_open
+        self._on_close = on_close
+        self.transport: asyncio.Transport | None = None
+        self.remote_addr = "unknown"
+        self.local_addr = "unknown"
+        self.closed = False
+        self.close_reason: str | None = None
+        self.last_active = time.monotonic()
+        self.attrs: dict[str, Any] = {}
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._opaque = -1
+        self._pending: dict[int, tuple[asyncio.Future[RemotingCommand], asyncio.TimerHandle]] = {}
+        self._wbuf = bytearray()
+        self._in_read = False
+        self._flush_scheduled = False
+        self._inflight = 0
+        self._paused = 0
+        self._write_blocked = False
+        self._drain_waiters: list[asyncio.Future[None]] = []
+
+    # ------------------------------------------------------------------------------------------
+    # asyncio.Protocol
+    # ------------------------------------------------------------------------------------------
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+        self._loop = asyncio.get_running_loop()
+        self.remote_addr = format_addr(transport.get_extra_info("peername"))
+        self.local_addr = format_addr(transport.get_extra_info("sockname"))
+        self.last_active = time.monotonic()
+        try:
+            transport.set_write_buffer_limits(self._climits.write_high_water,  # type: ignore[attr-defined]
+                                              self._climits.write_low_water)
+        except (AttributeError, NotImplementedError):  # pragma: no cover - exotic transports
+            pass
+        if self._on_open is not None:
+            self._on_open(self)
+
+    def data_received(self, data: bytes) -> None:
+        if self.closed:
+            return
+        self.last_active = time.monotonic()
+        try:
+            cmds = self._decoder.feed(data)
+        except RemoteProtocolError as exc:
+            log.warning("%s: closing connection from %s: %s", self.name, self.remote_addr, exc)
+            self.close(f"malformed frame: {exc}")
+            return
+        self._in_read = True
+        try:
+            pending = self._pending
+            dispatcher = self._dispatcher
+            for cmd in cmds:
+                if cmd.flag & FLAG_RESPONSE:
+                    entry = pending.pop(cmd.opaque, None)
+                    if entry is None:
+                        log.debug("%s: response with unknown opaque %s from %s dropped (code %s)",
+                                  self.name, cmd.opaque, self.remote_addr, cmd.code)
+                    else:
+                        entry[1].cancel()
+                        if not entry[0].done():
+                            entry[0].set_result(cmd)
+                elif dispatcher is not None:
+                    dispatcher.dispatch(self, cmd)
+                elif not cmd.flag & FLAG_ONEWAY:
+                    log.debug("%s: request code %s from %s ignored: no handlers", self.name, cmd.code,
+                              self.remote_addr)
+        finally:
+            self._in_read = False
+        if self._wbuf:
+            self._flush()
+
+    def eof_received(self) -> bool | None:
+        return None  # let the transport close itself
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self.closed and self.transport is None:
+            return
+        self.closed = True
+        if self.close_reason is None:
+            self.close_reason = f"lost: {exc}" if exc else "closed by peer"
+        self.transport = None
+        self._wbuf = bytearray()
+        if self._pending:
+            pending, self._pending = self._pending, {}
+            for opaque, (fut, timer) in pending.items():
+                timer.cancel()
+                if not fut.done():
+                    fut.set_exception(ConnectionClosedError(
+                        f"connection to {self.remote_addr} closed while waiting for the response "
+                        f"to opaque {opaque} ({self.close_reason})", addr=self.remote_addr))
+        self._wake_drain_waiters()
+        if self._on_close is not None:
+            try:
+                self._on_close(self)
+            except Exception:
+                log.exception("%s: close callback failed for %s", self.name, self.remote_addr)
+
+    def pause_writing(self) -> None:
+        self._write_blocked = True
+        if self._pause_on_write:
+            self._pause(_PAUSE_WRITE)
+
+    def resume_writing(self) -> None:
+        self._write_blocked = False
+        if self._pause_on_write:
+            self._resume(_PAUSE_WRITE)
+        self._wake_drain_waiters()
+
+    # ------------------------------------------------------------------------------------------
+    # requests we send
+    # ------------------------------------------------------------------------------------------
+    def next_opaque(self) -> int:
+        opaque = self._opaque + 1
+        if opaque > _INT32_MAX:
+            opaque = _INT32_MIN
+        self._opaque = opaque
+        return opaque
+
+    def invoke_future(self, cmd: RemotingCommand, timeout: float) -> asyncio.Future[RemotingCommand]:
+        """Send ``cmd`` as a two-way request; return the future of its response.
+
+        The future fails with ``RemotingTimeoutError`` after ``timeout`` seconds and with
+        ``ConnectionClosedError`` if the connection drops first.
+        """
+        if self.closed or self.transport is None:
+            raise ConnectionClosedError(f"connection to {self.remote_addr} is closed", addr=self.remote_addr)
+        loop = self._loop
+        assert loop is not None
+        opaque = self.next_opaque()
+        while opaque in self._pending:  # only after 2**32 requests with one still pending
+            opaque = self.next_opaque()
+        cmd.opaque = opaque
+        cmd.flag &= ~(FLAG_RESPONSE | FLAG_ONEWAY)
+        self._write_cmd(cmd)  # raises LocalProtocolError before anything is registered
+        fut: asyncio.Future[RemotingCommand] = loop.create_future()
+        self._pending[opaque] = (fut, loop.call_later(timeout, self._expire, opaque, cmd.code, timeout))
+        return fut
+
+    async def invoke(self, cmd: RemotingCommand, timeout: float = 3.0) -> RemotingCommand:
+        """Send a two-way request and wait for its response."""
+        if self._write_blocked and not self.closed:
+            await self.drain()
+        fut = self.invoke_future(cmd, timeout)
+        try:
+            return await fut
+        finally:
+            if not fut.done():  # the caller was cancelled
+                entry = self._pending.pop(cmd.opaque, None)
+                if entry is not None:
+                    entry[1].cancel()
+                fut.cancel()
+
+    def invoke_oneway(self, cmd: RemotingCommand) -> None:
+        """Send ``cmd`` with the oneway flag; nothing is awaited."""
+        if self.closed or self.transport is None:
+            raise ConnectionClosedError(f"connection to {self.remote_addr} is closed", addr=self.remote_addr)
+        cmd.opaque = self.next_opaque()
+        cmd.flag = (cmd.flag | FLAG_ONEWAY) & ~FLAG_RESPONSE
+        self._write_cmd(cmd)
+
+    async def drain(self) -> None:
+        """Wait until the transport's write buffer is below its low-water mark (or the connection closed)."""
+        if not self._write_blocked or self.closed:
+            return
+        assert self._loop is not None
+        waiter: asyncio.Future[None] = self._loop.create_future()
+        self._drain_waiters.append(waiter)
+        await waiter
+
+    def _expire(self, opaque: int, code: int, timeout: float) -> None:
+        entry = self._pending.pop(opaque, None)
+        if entry is not None and not entry[0].done():
+            entry[0].set_exception(RemotingTimeoutError(
+                f"no response from {self.remote_addr} within {timeout * 1000:.0f} ms "
+                f"(request code {code}, opaque {opaque})", addr=self.remote_addr))
+
+    # ------------------------------------------------------------------------------------------
+    # responses we send
+    # ------------------------------------------------------------------------------------------
+    def send_response(self, resp: RemotingCommand) -> bool:
+        """Send a response built with ``request.response(...)`` (e.g. a long-poll answered later).
+
+        Returns False (and sends nothing) if the connection is already closed.
+        """
+        if self.closed or self.transport is None:
+            return False
+        resp.flag |= FLAG_RESPONSE
+        self._write_cmd(resp)
+        return True
+
+    def reply(self, request: RemotingCommand, resp: RemotingCommand) -> bool:
+        """Answer ``request``: copy its opaque and serialize type, set the response bit, write.
+
+        Oneway requests are never answered. A response that cannot be encoded is replaced by a
+        SYSTEM_ERROR response naming the problem.
+        """
+        if request.flag & FLAG_ONEWAY or self.closed or self.transport is None:
+            return False
+        resp.opaque = request.opaque
+        resp.flag |= FLAG_RESPONSE
+        resp.serialize_type = request.serialize_type
+        try:
+            self._write_cmd(resp)
+        except Exception as exc:  # LocalProtocolError, or a body of a wrong type
+            log.error("%s: cannot encode response to code %s for %s: %s", self.name, request.code,
+                      self.remote_addr, exc)
+            self._write_cmd(request.response(1, f"cannot encode response: {type(exc).__name__}: {exc}"))
+        return True
+
+    # ------------------------------------------------------------------------------------------
+    # output buffer
+    # ------------------------------------------------------------------------------------------
+    def _write_cmd(self, cmd: RemotingCommand) -> None:
+        encode_into(self._wbuf, cmd)
+        if not self._in_read and not self._flush_scheduled:
+            self._flush_scheduled = True
+            assert self._loop is not None
+            self._loop.call_soon(self._flush)
+
+    def _flush(self) -> None:
+        self._flush_scheduled = False
+        data = self._wbuf
+        if not data:
+            return
+        transport = self.transport
+        if transport is None or self.closed:
+            return
+        self._wbuf = bytearray()
+        self.last_active = time.monotonic()
+        transport.write(data)
+
+    def _wake_drain_waiters(self) -> None:
+        waiters, self._drain_waiters = self._drain_waiters, []
+        for w in waiters:
+            if not w.done():
+                w.set_result(None)
+
+    # ------------------------------------------------------------------------------------------
+    # flow control used by the dispatcher
+    # ------------------------------------------------------------------------------------------
+    @property
+    def inflight(self) -> int:
+        """Requests of this connection queued to or running in async handlers."""
+        return self._inflight
+
+    @property
+    def reading_paused(self) -> bool:
+        return bool(self._paused)
+
+    @property
+    def pending_count(self) -> int:
+        """Requests we sent that still wait for a response."""
+        return len(self._pending)
+
+    def request_started(self) -> None:
+        self._inflight += 1
+        if self._inflight >= self._climits.max_inflight:
+            self._pause(_PAUSE_INFLIGHT)
+
+    def request_done(self) -> None:
+        self._inflight -= 1
+        if self._paused & _PAUSE_INFLIGHT and self._inflight <= self._climits.max_inflight // 2:
+            self._resume(_PAUSE_INFLIGHT)
+
+    def _pause(self, reason: int) -> None:
+        was = self._paused
+        self._paused |= reason
+        if not was and self.transport is not None and not self.closed:
+            log.debug("%s: pausing reads from %s (reason %s)", self.name, self.remote_addr, reason)
+            self.transport.pause_reading()
+
+    def _resume(self, reason: int) -> None:
+        if not self._paused & reason:
+            return
+        self._paused &= ~reason
+        if not self._paused and self.transport is not None and not self.closed:
+            log.debug("%s: resuming reads from %s", self.name, self.remote_addr)
+            self.transport.resume_reading()
+
+    # ------------------------------------------------------------------------------------------
+    # closing
+    # ------------------------------------------------------------------------------------------
+    def close(self, reason: str = "closed locally") -> None:
+        """Close after writing what is buffered. Pending requests fail when the transport reports it."""
+        if self.closed:
+            return
+        self.closed = True
+        self.close_reason = reason
+        transport = self.transport
+        if transport is not None:
+            if self._wbuf:
+                data, self._wbuf = self._wbuf, bytearray()
+                transport.write(data)
+            transport.close()
+
+    def abort(self, reason: str = "aborted") -> None:
+        """Close at once, dropping unwritten output."""
+        if self.close_reason is None or not self.closed:
+            self.close_reason = reason
+        self.closed = True
+        if self.transport is not None:
+            self.transport.abort()
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else "open"
+        return f"<Connection {self.name} {self.local_addr}->{self.remote_addr} {state}>"
