@@ -1,0 +1,85 @@
+"""`mq namesrv start|stop`."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+
+@click.group()
+def namesrv() -> None:
+    """Run or stop the name server."""
+
+
+@namesrv.command("start")
+@click.option("--host", default=None, help="Address to listen on.  [default: 127.0.0.1]")
+@click.option("--port", type=int, default=None, help="Port to listen on.  [default: 9876]")
+@click.option("--config", "config_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="YAML file with RocketMQ namesrv keys (listenPort, ...).")
+@click.option("--daemon", is_flag=True, help="Detach, write a pid file and log to a file.")
+@click.option("--pid-file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Pid file.  [default: ~/.mq/run/namesrv.pid]")
+@click.option("--log-file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Log file with --daemon.  [default: ~/.mq/logs/namesrv.log]")
+@click.option("--log-level", default="INFO", show_default=True)
+def start(host: str | None, port: int | None, config_file: Path | None, daemon: bool, pid_file: Path | None,
+          log_file: Path | None, log_level: str) -> None:
+    """Start the name server (foreground unless --daemon)."""
+    import dataclasses
+
+    from mq.config import NamesrvConfig, from_mapping, load_yaml
+    from mq.daemon import runtime
+
+    cfg = from_mapping(NamesrvConfig, load_yaml(config_file), source=str(config_file)) if config_file \
+        else NamesrvConfig()
+    overrides = {k: v for k, v in (("host", host), ("listen_port", port)) if v is not None}
+    cfg = dataclasses.replace(cfg, **overrides)
+    pid_file = pid_file or runtime.default_pid_file("namesrv")
+
+    existing = runtime.running_pid(pid_file)
+    if existing is not None:
+        raise runtime.DaemonError(f"a name server is already running (pid {existing}, pid file {pid_file})")
+
+    if daemon:
+        log_file = log_file or runtime.default_log_file("namesrv")
+        argv = [sys.executable, "-m", "mq.cli.main", "namesrv", "start", "--host", cfg.host, "--port",
+                str(cfg.listen_port), "--pid-file", str(pid_file), "--log-level", log_level]
+        if config_file:
+            argv += ["--config", str(config_file)]
+        pid = runtime.spawn_detached(argv, log_file=log_file, pid_file=pid_file,
+                                     ready=lambda: runtime.running_pid(pid_file) is not None
+                                     and runtime.port_open(cfg.host, cfg.listen_port))
+        click.echo(f"name server started: {cfg.host}:{cfg.listen_port} (pid {pid}, log {log_file})")
+        return
+
+    from mq.daemon.namesrv.server import NamesrvServer
+
+    runtime.setup_logging(log_level)
+
+    async def main(stop) -> None:
+        server = NamesrvServer(cfg)
+        await server.start()
+        runtime.write_pid_file(pid_file)
+        try:
+            click.echo(f"name server listening on {cfg.host}:{server.port} (Ctrl-C to stop)", err=True)
+            await stop.wait()
+        finally:
+            await server.stop()
+            runtime.remove_pid_file(pid_file)
+
+    runtime.run_until_signalled(main)
+
+
+@namesrv.command("stop")
+@click.option("--pid-file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Pid file.  [default: ~/.mq/run/namesrv.pid]")
+@click.option("--timeout", type=float, default=15.0, show_default=True, help="Seconds to wait for exit.")
+def stop(pid_file: Path | None, timeout: float) -> None:
+    """Stop the name server started with --daemon (found through its pid file)."""
+    from mq.daemon import runtime
+
+    pid_file = pid_file or runtime.default_pid_file("namesrv")
+    pid = runtime.stop_by_pid_file(pid_file, kind="name server", timeout=timeout)
+    click.echo(f"name server stopped (pid {pid})")

@@ -1,0 +1,162 @@
+"""Config JSON files: atomic save with .bak, fallback to .bak, fastjson's unquoted keys, typed round trips."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from mq.store.config_files import (
+    ConsumerOffsetFile,
+    DataVersion,
+    DelayOffsetFile,
+    JsonConfigFile,
+    SubscriptionGroupConfig,
+    SubscriptionGroupFile,
+    SubscriptionGroupTable,
+    TopicConfig,
+    TopicConfigFile,
+    TopicConfigTable,
+    offset_key,
+    split_offset_key,
+)
+
+# As a RocketMQ 4.9 broker writes it (fastjson, pretty, integer keys unquoted).
+JAVA_CONSUMER_OFFSET = """{
+\t"offsetTable":{
+\t\t"TopicTest@please_rename_unique_group_name_4":{0:250,1:251,2:249,3:250},
+\t\t"%RETRY%please_rename_unique_group_name_4@please_rename_unique_group_name_4":{0:0}
+\t}
+}"""
+
+JAVA_DELAY_OFFSET = '{\n\t"offsetTable":{3:17,1:4,18:0}\n}'
+
+JAVA_TOPICS = """{
+\t"dataVersion":{
+\t\t"counter":3,
+\t\t"timestamp":1690000000000
+\t},
+\t"topicConfigTable":{
+\t\t"TopicTest":{
+\t\t\t"order":false,
+\t\t\t"perm":6,
+\t\t\t"readQueueNums":4,
+\t\t\t"topicFilterType":"SINGLE_TAG",
+\t\t\t"topicName":"TopicTest",
+\t\t\t"topicSysFlag":0,
+\t\t\t"writeQueueNums":4
+\t\t}
+\t}
+}"""
+
+
+def test_save_then_load_and_no_temp_left(tmp_path: Path) -> None:
+    f = JsonConfigFile(tmp_path / "config" / "x.json")
+    assert f.load() is None
+    f.save({"a": 1, "nested": {"b": [1, 2]}})
+    assert f.load() == {"a": 1, "nested": {"b": [1, 2]}}
+    assert json.loads(f.path.read_text()) == {"a": 1, "nested": {"b": [1, 2]}}  # strict JSON
+    assert not f.tmp_path.exists()
+    assert not f.bak_path.exists()  # nothing to back up on the first save
+
+
+def test_save_keeps_the_previous_version_as_bak(tmp_path: Path) -> None:
+    f = JsonConfigFile(tmp_path / "x.json")
+    f.save({"v": 1})
+    f.save({"v": 2})
+    assert json.loads(f.bak_path.read_text()) == {"v": 1}
+    f.save({"v": 3})
+    assert json.loads(f.bak_path.read_text()) == {"v": 2}
+    assert f.load() == {"v": 3}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["x.json", "x.json.bak"]
+
+
+def test_corrupt_or_missing_main_file_falls_back_to_bak(tmp_path: Path) -> None:
+    f = JsonConfigFile(tmp_path / "x.json")
+    f.save({"v": 1})
+    f.save({"v": 2})
+    f.path.write_text('{"v": 3, "trunc')  # torn write by something else
+    assert f.load() == {"v": 1}
+    f.path.write_text("")
+    assert f.load() == {"v": 1}
+    f.path.write_text("[1, 2]")  # valid JSON, but not an object
+    assert f.load() == {"v": 1}
+    f.path.unlink()
+    assert f.load() == {"v": 1}
+    f.bak_path.write_text("garbage")
+    assert f.load() is None
+
+
+def test_a_corrupt_main_file_never_overwrites_a_good_bak(tmp_path: Path) -> None:
+    f = JsonConfigFile(tmp_path / "x.json")
+    f.save({"v": 1})
+    f.save({"v": 2})
+    f.path.write_text("{not json")
+    f.save({"v": 3})
+    assert f.load() == {"v": 3}
+    assert json.loads(f.bak_path.read_text()) == {"v": 1}
+
+
+def test_reads_fastjson_unquoted_integer_keys(tmp_path: Path) -> None:
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "consumerOffset.json").write_text(JAVA_CONSUMER_OFFSET)
+    (tmp_path / "config" / "delayOffset.json").write_text(JAVA_DELAY_OFFSET)
+    offsets = ConsumerOffsetFile(tmp_path).load()
+    assert offsets == {
+        "TopicTest@please_rename_unique_group_name_4": {0: 250, 1: 251, 2: 249, 3: 250},
+        "%RETRY%please_rename_unique_group_name_4@please_rename_unique_group_name_4": {0: 0},
+    }
+    assert DelayOffsetFile(tmp_path).load() == {1: 4, 3: 17, 18: 0}
+
+
+def test_consumer_offsets_round_trip_with_quoted_keys(tmp_path: Path) -> None:
+    f = ConsumerOffsetFile(tmp_path)
+    table = {offset_key("T", "G"): {0: 12, 1: 7}, offset_key("%RETRY%G", "G"): {0: 0}}
+    f.save(table)
+    assert f.path == tmp_path / "config" / "consumerOffset.json"
+    assert json.loads(f.path.read_text()) == {"offsetTable": {"T@G": {"0": 12, "1": 7}, "%RETRY%G@G": {"0": 0}}}
+    assert f.load() == table
+    assert split_offset_key("%RETRY%G@G") == ("%RETRY%G", "G")
+
+
+def test_delay_offsets_round_trip(tmp_path: Path) -> None:
+    f = DelayOffsetFile(tmp_path)
+    assert f.load() == {}
+    f.save({2: 9, 1: 3})
+    assert json.loads(f.path.read_text()) == {"offsetTable": {"1": 3, "2": 9}}
+    assert f.load() == {1: 3, 2: 9}
+
+
+def test_topics_file_reads_java_and_round_trips(tmp_path: Path) -> None:
+    f = TopicConfigFile(tmp_path)
+    assert f.load() == TopicConfigTable()
+    f.path.parent.mkdir(parents=True)
+    f.path.write_text(JAVA_TOPICS)
+    table = f.load()
+    assert table.data_version == DataVersion(3, 1690000000000)
+    assert table.topics == {"TopicTest": TopicConfig("TopicTest", 4, 4, 6, "SINGLE_TAG", 0, False)}
+    bumped = TopicConfigTable(table.data_version.next(1690000000500),
+                              {**table.topics, "Ord": TopicConfig("Ord", order=True, perm=4)})
+    f.save(bumped)
+    assert f.load() == bumped
+    assert json.loads(f.path.read_text())["topicConfigTable"]["Ord"] == {
+        "order": True, "perm": 4, "readQueueNums": 16, "topicFilterType": "SINGLE_TAG", "topicName": "Ord",
+        "topicSysFlag": 0, "writeQueueNums": 16}
+    assert json.loads(f.file.bak_path.read_text()) == json.loads(JAVA_TOPICS)
+
+
+def test_subscription_groups_defaults_and_round_trip(tmp_path: Path) -> None:
+    f = SubscriptionGroupFile(tmp_path)
+    f.path.parent.mkdir(parents=True)
+    f.path.write_text('{"dataVersion":{"counter":1,"timestamp":5},'
+                      '"subscriptionGroupTable":{"G":{"groupName":"G","retryMaxTimes":3}, "bad": 7}}')
+    table = f.load()
+    assert table.data_version == DataVersion(1, 5)
+    assert table.groups == {"G": SubscriptionGroupConfig("G", retry_max_times=3)}
+    g = table.groups["G"]
+    assert (g.consume_enable, g.consume_from_min_enable, g.consume_broadcast_enable, g.retry_queue_nums,
+            g.broker_id, g.which_broker_when_consume_slowly, g.notify_consumer_ids_changed_enable) == (
+        True, True, True, 1, 0, 1, True)
+    new = SubscriptionGroupTable(DataVersion(2, 6), {"G": g, "H": SubscriptionGroupConfig("H", consume_enable=False)})
+    f.save(new)
+    assert f.load() == new
+    assert json.loads(f.path.read_text())["subscriptionGroupTable"]["H"]["consumeEnable"] is False
