@@ -17,8 +17,14 @@ ROCKETMQ binary header (type 1)::
     remarkLen int32 | remark | extLen int32 | { keyLen int16 | key | valLen int32 | value }*
 
 The decoder is incremental: ``FrameDecoder.feed`` takes chunks of any size and returns whole commands.
-It checks every length against ``FrameLimits`` before it waits for or allocates the claimed bytes, and it
-raises only ``RemoteProtocolError`` on bad input.
+It checks every length against ``FrameLimits`` before it waits for or allocates the claimed bytes (the length
+from the first 4 bytes, the serialize type and header length from the next 4), so it never buffers more than
+one frame under the limit; it raises only ``RemoteProtocolError`` on bad input. When nothing is buffered it
+decodes straight from the caller's chunk and keeps a copy of the incomplete tail only.
+
+Decoding follows PROTOCOL.md §3.5: JSON ``extFields`` values that are numbers/booleans (C++, ali-ons) become
+Java's text, ``null`` values are dropped; a C++ header's trailing newline is accepted. Encoding writes the JSON
+keys in fastjson's sorted order, so a response is byte-identical to a Java broker's.
 """
 
 from __future__ import annotations
@@ -37,6 +43,8 @@ PREFIX = struct.Struct(">iI")  # length, header word
 BIN_FIXED = struct.Struct(">hbhii")  # code, language, version, opaque, flag
 INT32 = struct.Struct(">i")
 INT16 = struct.Struct(">h")
+UINT16 = struct.Struct(">H")
+UINT32 = struct.Struct(">I")
 
 _LANG_BY_NAME = {m.name: int(m) for m in LanguageCode}
 _LANG_NAME = {int(m): m.name for m in LanguageCode}
@@ -89,17 +97,15 @@ def encode_json_header(cmd: RemotingCommand) -> bytes:
         if type(v) is not str:
             ext = normalize_ext(ext)
             break
-    header = {
-        "code": cmd.code,
-        "extFields": ext,
-        "flag": cmd.flag,
-        "language": _LANG_NAME.get(cmd.language, "OTHER"),
-        "opaque": cmd.opaque,
-        "serializeTypeCurrentRPC": "JSON",
-        "version": cmd.version,
-    }
-    if cmd.remark is not None:
-        header["remark"] = cmd.remark
+    # Keys in fastjson's sorted order, so our frames are byte-identical to a Java peer's.
+    if cmd.remark is None:
+        header = {"code": cmd.code, "extFields": ext, "flag": cmd.flag,
+                  "language": _LANG_NAME.get(cmd.language, "OTHER"), "opaque": cmd.opaque,
+                  "serializeTypeCurrentRPC": "JSON", "version": cmd.version}
+    else:
+        header = {"code": cmd.code, "extFields": ext, "flag": cmd.flag,
+                  "language": _LANG_NAME.get(cmd.language, "OTHER"), "opaque": cmd.opaque,
+                  "remark": cmd.remark, "serializeTypeCurrentRPC": "JSON", "version": cmd.version}
     try:
         return orjson.dumps(header)
     except TypeError as exc:
@@ -113,10 +119,10 @@ def _as_int(obj: dict, key: str, default: int | None = None) -> int:
     if v is None:
         raise RemoteProtocolError(f"JSON header has no {key!r}")
     try:
-        if isinstance(v, bool):
+        if isinstance(v, bool) or (isinstance(v, float) and not v.is_integer()):
             raise ValueError
         return int(v)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise RemoteProtocolError(f"JSON header field {key!r} is not an integer: {v!r}") from None
 
 
@@ -127,29 +133,36 @@ def decode_json_header(data: bytes | memoryview) -> RemotingCommand:
         raise RemoteProtocolError(f"header is not valid JSON: {exc}") from None
     if type(obj) is not dict:
         raise RemoteProtocolError("JSON header is not an object")
-    code = _as_int(obj, "code")
-    opaque = _as_int(obj, "opaque", 0)
-    flag = _as_int(obj, "flag", 0)
-    version = _as_int(obj, "version", 0)
-    lang = obj.get("language", "JAVA")
+    get = obj.get
+    code = get("code")
+    opaque = get("opaque", 0)
+    flag = get("flag", 0)
+    version = get("version", 0)
+    if type(code) is not int or type(opaque) is not int or type(flag) is not int or type(version) is not int:
+        code = _as_int(obj, "code")
+        opaque = _as_int(obj, "opaque", 0)
+        flag = _as_int(obj, "flag", 0)
+        version = _as_int(obj, "version", 0)
+    if not (-0x80000000 <= opaque <= 0x7FFFFFFF and -0x80000000 <= code <= 0x7FFFFFFF
+            and -0x80000000 <= flag <= 0x7FFFFFFF and -0x80000000 <= version <= 0x7FFFFFFF):
+        raise RemoteProtocolError("JSON header integer out of int32 range")
+    lang = get("language", "JAVA")
     if type(lang) is str:
         language = _LANG_BY_NAME.get(lang, LanguageCode.OTHER)
     elif type(lang) is int:
         language = lang if lang in _LANG_NAME else LanguageCode.OTHER
     else:
         language = LanguageCode.OTHER
-    remark = obj.get("remark")
+    remark = get("remark")
     if remark is not None and type(remark) is not str:
         remark = _text(remark)
-    ext = obj.get("extFields")
+    ext = get("extFields")
     if ext is None:
         ext = {}
     elif type(ext) is not dict:
         raise RemoteProtocolError("JSON header extFields is not an object")
     else:
         ext = normalize_ext(ext)
-    if not (-2**31 <= opaque < 2**31 and -2**31 <= code < 2**31 and -2**31 <= flag < 2**31):
-        raise RemoteProtocolError("JSON header integer out of int32 range")
     return RemotingCommand(code, opaque=opaque, flag=flag, remark=remark, ext_fields=ext, language=language,
                            version=version, serialize_type=SerializeType.JSON)
 
@@ -174,6 +187,8 @@ def encode_rocketmq_header(cmd: RemotingCommand) -> bytes:
     remark = cmd.remark.encode() if cmd.remark else b""
     if not -0x8000 <= cmd.code <= 0x7FFF or not -0x8000 <= cmd.version <= 0x7FFF:
         raise LocalProtocolError(f"code {cmd.code} / version {cmd.version} do not fit the ROCKETMQ header")
+    if not (-0x80000000 <= cmd.opaque <= 0x7FFFFFFF and -0x80000000 <= cmd.flag <= 0x7FFFFFFF):
+        raise LocalProtocolError(f"opaque {cmd.opaque} / flag {cmd.flag} do not fit int32")
     lang = cmd.language if 0 <= cmd.language <= 127 else LanguageCode.OTHER
     return b"".join((BIN_FIXED.pack(cmd.code, lang, cmd.version, cmd.opaque, cmd.flag),
                      INT32.pack(len(remark)), remark, INT32.pack(len(ext)), ext))
@@ -200,25 +215,26 @@ def decode_rocketmq_header(data: bytes | memoryview) -> RemotingCommand:
     if elen < 0 or pos + elen != n:
         raise RemoteProtocolError(f"ROCKETMQ header extFields length {elen} does not match the header")
     ext: dict[str, str] = {}
-    end = pos + elen
+    # Lengths are read unsigned, so every step moves forward; a length that runs past the end shows as
+    # pos != n after the loop (slices stop at the end of ``data``).
+    u16 = UINT16.unpack_from
+    u32 = UINT32.unpack_from
     try:
-        while pos < end:
-            if pos + 2 > end:
-                raise RemoteProtocolError("truncated extFields key length")
-            (klen,) = INT16.unpack_from(data, pos)
+        while pos < n:
+            (klen,) = u16(data, pos)
             pos += 2
-            if klen < 0 or pos + klen + 4 > end:
-                raise RemoteProtocolError("extFields key exceeds the header")
             key = data[pos:pos + klen].decode()
             pos += klen
-            (vlen,) = INT32.unpack_from(data, pos)
+            (vlen,) = u32(data, pos)
             pos += 4
-            if vlen < 0 or pos + vlen > end:
-                raise RemoteProtocolError("extFields value exceeds the header")
             ext[key] = data[pos:pos + vlen].decode()
             pos += vlen
     except UnicodeDecodeError:
         raise RemoteProtocolError("extFields entry is not UTF-8") from None
+    except struct.error:
+        raise RemoteProtocolError("truncated extFields entry") from None
+    if pos != n:
+        raise RemoteProtocolError("extFields entry exceeds the header")
     language = lang if lang in _LANG_NAME else LanguageCode.OTHER
     return RemotingCommand(code, opaque=opaque, flag=flag, remark=remark, ext_fields=ext, language=language,
                            version=version, serialize_type=SerializeType.ROCKETMQ)
@@ -270,29 +286,6 @@ def decode_frame(frame: bytes | memoryview, limits: FrameLimits | None = None) -
     return cmds[0]
 
 
-def decode_body_frame(length: int, payload: bytes | memoryview, limits: FrameLimits) -> RemotingCommand:
-    """Decode the ``length`` bytes after a frame's length field."""
-    if length < 4:
-        raise RemoteProtocolError(f"frame length {length} is shorter than the header word")
-    (word,) = INT32.unpack_from(payload, 0)
-    stype = (word >> 24) & 0xFF
-    hlen = word & 0xFFFFFF
-    if hlen > length - 4:
-        raise RemoteProtocolError(f"header length {hlen} is longer than the frame ({length - 4} bytes)")
-    if hlen > limits.max_header:
-        raise RemoteProtocolError(f"header length {hlen} is over the limit of {limits.max_header} bytes")
-    header = payload[4:4 + hlen]
-    if stype == SerializeType.JSON:
-        cmd = decode_json_header(header)
-    elif stype == SerializeType.ROCKETMQ:
-        cmd = decode_rocketmq_header(header)
-    else:
-        raise RemoteProtocolError(f"unknown serialize type {stype}")
-    if length > 4 + hlen:
-        cmd.body = bytes(payload[4 + hlen:length])
-    return cmd
-
-
 class FrameDecoder:
     """Incremental frame decoder: ``feed`` bytes, get back the whole commands they complete.
 
@@ -314,32 +307,48 @@ class FrameDecoder:
         if self._broken:
             raise RemoteProtocolError("stream already failed to decode")
         buf = self._buf
-        buf += data
+        if buf:
+            buf += data
+            src = buf
+        else:
+            src = data  # fast path: decode straight from the caller's chunk, keep only its tail
         out: list[RemotingCommand] = []
         pos = 0
-        n = len(buf)
+        n = len(src)
         limits = self._limits
+        max_frame = limits.max_frame
+        max_header = limits.max_header
+        mv = memoryview(src)
         try:
             while n - pos >= 4:
-                (length,) = LENGTH.unpack_from(buf, pos)
+                (length,) = LENGTH.unpack_from(mv, pos)
                 if length < 4:
                     raise RemoteProtocolError(f"frame length {length} is invalid (less than 4)")
-                if length > limits.max_frame:
-                    raise RemoteProtocolError(
-                        f"frame length {length} is over the limit of {limits.max_frame} bytes")
-                if n - pos - 4 >= 4:
-                    # Validate the header word as soon as it arrives, not when the whole frame does.
-                    (word,) = INT32.unpack_from(buf, pos + 4)
-                    if (word >> 24) & 0xFF not in (0, 1):
-                        raise RemoteProtocolError(f"unknown serialize type {(word >> 24) & 0xFF}")
-                    if word & 0xFFFFFF > length - 4:
-                        raise RemoteProtocolError(
-                            f"header length {word & 0xFFFFFF} is longer than the frame ({length - 4} bytes)")
+                if length > max_frame:
+                    raise RemoteProtocolError(f"frame length {length} is over the limit of {max_frame} bytes")
+                if n - pos < 8:
+                    break
+                # Validate the header word as soon as it arrives, not when the whole frame does.
+                (word,) = UINT32.unpack_from(mv, pos + 4)
+                stype = word >> 24
+                hlen = word & 0xFFFFFF
+                if stype > 1:
+                    raise RemoteProtocolError(f"unknown serialize type {stype}")
+                if hlen > length - 4:
+                    raise RemoteProtocolError(f"header length {hlen} is longer than the frame ({length - 4} bytes)")
+                if hlen > max_header:
+                    raise RemoteProtocolError(f"header length {hlen} is over the limit of {max_header} bytes")
                 end = pos + 4 + length
                 if end > n:
                     break
-                with memoryview(buf) as mv:
-                    out.append(decode_body_frame(length, mv[pos + 4:end], limits))
+                hstart = pos + 8
+                if stype == 0:
+                    cmd = decode_json_header(mv[hstart:hstart + hlen])
+                else:
+                    cmd = decode_rocketmq_header(mv[hstart:hstart + hlen])
+                if end > hstart + hlen:
+                    cmd.body = bytes(mv[hstart + hlen:end])
+                out.append(cmd)
                 pos = end
         except RemoteProtocolError:
             self._broken = True
@@ -347,6 +356,11 @@ class FrameDecoder:
         except (struct.error, ValueError, TypeError, OverflowError, UnicodeDecodeError) as exc:
             self._broken = True
             raise RemoteProtocolError(f"malformed frame: {exc}") from None
-        if pos:
-            del buf[:pos]
+        finally:
+            mv.release()
+        if src is buf:
+            if pos:
+                del buf[:pos]
+        elif pos < n:
+            buf += src[pos:] if pos else src
         return out
