@@ -153,3 +153,81 @@ def load_yaml(path: str | os.PathLike[str]) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ConfigError(f"{p}: expected a mapping of keys to values")
     return data
+
+
+@dataclass(frozen=True, slots=True)
+class StoreConfig:
+    """Message store settings: RocketMQ ``MessageStoreConfig`` names in snake_case, 4.9 defaults (STORE.md §15).
+
+    Sizes are bytes, intervals milliseconds, ``file_reserved_time`` hours, ratios percent unless named ``*_ratio``
+    as a fraction (the two RocketMQ system properties)."""
+
+    store_path_root_dir: str = str(Path.home() / "store")
+    #: Empty: ``<root>/commitlog``.
+    store_path_commit_log: str = ""
+    mapped_file_size_commit_log: int = 1024 * 1024 * 1024
+    #: 300,000 units of 20 bytes; rounded up to a multiple of 20.
+    mapped_file_size_consume_queue: int = 300_000 * 20
+    flush_disk_type: str = "ASYNC_FLUSH"  # or SYNC_FLUSH
+    flush_interval_commit_log: int = 500
+    flush_commit_log_least_pages: int = 4
+    flush_commit_log_thorough_interval: int = 10_000
+    flush_interval_consume_queue: int = 1000
+    flush_consume_queue_least_pages: int = 2
+    flush_consume_queue_thorough_interval: int = 60_000
+    sync_flush_timeout: int = 5000
+    max_message_size: int = 4 * 1024 * 1024
+    check_crc_on_recover: bool = True
+    delete_when: str = "04"
+    disk_max_used_space_ratio: int = 75
+    file_reserved_time: int = 72
+    clean_resource_interval: int = 10_000
+    delete_commit_log_files_interval: int = 100
+    delete_consume_queue_files_interval: int = 100
+    destroy_maped_file_interval_forcibly: int = 120_000
+    clean_file_forcibly_enable: bool = True
+    #: rocketmq.broker.diskSpaceCleanForciblyRatio
+    disk_space_clean_forcibly_ratio: float = 0.85
+    #: rocketmq.broker.diskSpaceWarningLevelRatio: above it, writes are refused.
+    disk_space_warning_level_ratio: float = 0.90
+    max_transfer_bytes_on_message_in_memory: int = 262_144
+    max_transfer_count_on_message_in_memory: int = 32
+    max_transfer_bytes_on_message_in_disk: int = 65_536
+    max_transfer_count_on_message_in_disk: int = 8
+    access_message_in_memory_max_ratio: int = 40
+    message_index_enable: bool = True
+    message_index_safe: bool = False
+    max_hash_slot_num: int = 5_000_000
+    max_index_num: int = 20_000_000
+    max_msgs_num_batch: int = 64
+    default_query_max_num: int = 32
+    broker_role: str = "ASYNC_MASTER"
+    message_delay_level: str = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
+    os_page_cache_busy_timeout_mills: int = 1000
+    duplication_enable: bool = False
+    warm_maped_file_enable: bool = False
+    transient_store_pool_enable: bool = False
+
+    @property
+    def sync_flush(self) -> bool:
+        return self.flush_disk_type.upper() == "SYNC_FLUSH"
+
+    def commit_log_dir(self) -> Path:
+        if self.store_path_commit_log:
+            return Path(self.store_path_commit_log.split(",")[0])
+        return Path(self.store_path_root_dir) / "commitlog"
+
+    def consume_queue_unit_file_size(self) -> int:
+        """``mapped_file_size_consume_queue`` rounded up to whole 20-byte units."""
+        return -(-self.mapped_file_size_consume_queue // 20) * 20
+
+    def delay_level_millis(self) -> list[int]:
+        """Level 1.. -> delay in ms, parsed from ``message_delay_level`` (s, m, h, d suffixes)."""
+        unit = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+        out = []
+        for tok in self.message_delay_level.split():
+            try:
+                out.append(int(tok[:-1]) * unit[tok[-1]])
+            except (KeyError, ValueError):
+                raise ConfigError(f"messageDelayLevel: bad level {tok!r}") from None
+        return out

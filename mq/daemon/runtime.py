@@ -183,18 +183,10 @@ def describe_bind_error(exc: OSError, host: str, port: int) -> str:
 # -------------------------------------------------------------------------------------------------
 # running
 # -------------------------------------------------------------------------------------------------
-def new_event_loop() -> asyncio.AbstractEventLoop:
-    """An event loop, uvloop when it is installed."""
-    try:
-        import uvloop
-
-        return uvloop.new_event_loop()
-    except ImportError:  # pragma: no cover - uvloop is a dependency on Linux
-        return asyncio.new_event_loop()
-
-
 def run_until_signalled(main: Callable[[asyncio.Event], Awaitable[None]]) -> None:
     """Run ``main(stop_event)`` on a fresh loop; SIGINT/SIGTERM set the event for a clean shutdown."""
+    from mq.remoting import new_event_loop
+
     loop = new_event_loop()
     asyncio.set_event_loop(loop)
     stop = asyncio.Event()

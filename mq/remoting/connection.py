@@ -46,6 +46,7 @@ from mq.protocol.command import RemotingCommand
 
 log = logging.getLogger(__name__)
 
+_REQUEST_CODE_NOT_SUPPORTED = 3  # ResponseCode.REQUEST_CODE_NOT_SUPPORTED, answered when there is no dispatcher
 _INT32_MAX = 2**31 - 1
 _INT32_MIN = -(2**31)
 
@@ -147,11 +148,13 @@ class Connection(asyncio.Protocol):
                         entry[1].cancel()
                         if not entry[0].done():
                             entry[0].set_result(cmd)
+                elif self.closed:  # a handler closed the connection: drop the rest of the read
+                    break
                 elif dispatcher is not None:
                     dispatcher.dispatch(self, cmd)
-                elif not cmd.flag & FLAG_ONEWAY:
-                    log.debug("%s: request code %s from %s ignored: no handlers", self.name, cmd.code,
-                              self.remote_addr)
+                else:
+                    self.reply(cmd, cmd.response(_REQUEST_CODE_NOT_SUPPORTED,
+                                                 f" request type {cmd.code} not supported"))
         finally:
             self._in_read = False
         if self._wbuf:
@@ -232,11 +235,15 @@ class Connection(asyncio.Protocol):
         try:
             return await fut
         finally:
-            if not fut.done():  # the caller was cancelled
-                entry = self._pending.pop(cmd.opaque, None)
-                if entry is not None:
-                    entry[1].cancel()
+            if fut.cancelled() or not fut.done():  # the caller was cancelled
+                self.forget(cmd.opaque)
                 fut.cancel()
+
+    def forget(self, opaque: int) -> None:
+        """Stop waiting for the response to ``opaque`` (a late response is then dropped)."""
+        entry = self._pending.pop(opaque, None)
+        if entry is not None:
+            entry[1].cancel()
 
     def invoke_oneway(self, cmd: RemotingCommand) -> None:
         """Send ``cmd`` with the oneway flag; nothing is awaited."""
@@ -330,6 +337,11 @@ class Connection(asyncio.Protocol):
     def inflight(self) -> int:
         """Requests of this connection queued to or running in async handlers."""
         return self._inflight
+
+    @property
+    def write_blocked(self) -> bool:
+        """True between the transport's ``pause_writing`` and ``resume_writing``."""
+        return self._write_blocked
 
     @property
     def reading_paused(self) -> bool:

@@ -1,0 +1,73 @@
+"""`mq topicList`, `mq topicRoute`."""
+
+from __future__ import annotations
+
+import click
+
+from mq.cli.common import json_option, with_admin
+
+
+def _perm_text(perm: int) -> str:
+    return ("R" if perm & 4 else "-") + ("W" if perm & 2 else "-") + ("X" if perm & 1 else "-")
+
+
+@click.command("topicList")
+@click.option("-c", "--cluster-detail", is_flag=True, help="Also show the cluster and brokers of each topic.")
+@json_option
+@click.pass_obj
+def topic_list(obj, cluster_detail: bool, json_mode: bool) -> None:
+    """List the topics known to the name server."""
+    from mq.cli.console import Console
+
+    async def fetch(admin):
+        topics = await admin.topic_list()
+        if not cluster_detail:
+            return [{"topic": t} for t in topics]
+        info = await admin.cluster_info()
+        cluster_of = {name: c for c, names in info.cluster_addr_table.items() for name in names}
+        out = []
+        for t in topics:
+            try:
+                route = await admin.topic_route(t)
+            except Exception:
+                out.append({"topic": t, "clusters": [], "brokers": []})
+                continue
+            brokers = sorted(q.broker_name for q in route.queue_datas)
+            out.append({"topic": t, "clusters": sorted({cluster_of.get(b, "?") for b in brokers}),
+                        "brokers": brokers})
+        return out
+
+    rows = with_admin(obj, fetch)
+    console = Console(json_mode=json_mode)
+    if json_mode:
+        console.json({"topics": rows})
+        return
+    if cluster_detail:
+        console.table(None, ["Topic", "Cluster", "Brokers"],
+                      [(r["topic"], ",".join(r["clusters"]), ",".join(r["brokers"])) for r in rows])
+    else:
+        console.table(None, ["Topic"], [(r["topic"],) for r in rows])
+
+
+@click.command("topicRoute")
+@click.option("-t", "--topic", required=True, help="Topic name.")
+@json_option
+@click.pass_obj
+def topic_route(obj, topic: str, json_mode: bool) -> None:
+    """Show the route of a topic: its queues per broker and the brokers' addresses."""
+    from mq.cli.console import Console
+
+    route = with_admin(obj, lambda admin: admin.topic_route(topic))
+    console = Console(json_mode=json_mode)
+    if json_mode:
+        console.json(route.to_json_value())
+        return
+    addrs = {bd.broker_name: bd for bd in route.broker_datas}
+    console.table(f"Route of {topic}", ["Broker", "Cluster", "Read Q", "Write Q", "Perm", "SysFlag", "Addresses"],
+                  [(q.broker_name, addrs[q.broker_name].cluster if q.broker_name in addrs else "",
+                    q.read_queue_nums, q.write_queue_nums, _perm_text(q.perm), q.topic_sys_flag,
+                    ", ".join(f"{bid}={a}" for bid, a in sorted(addrs[q.broker_name].broker_addrs.items()))
+                    if q.broker_name in addrs else "")
+                   for q in route.queue_datas])
+    if route.order_topic_conf:
+        console.line(f"orderTopicConf: {route.order_topic_conf}")

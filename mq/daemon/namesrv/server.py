@@ -1,0 +1,83 @@
+"""The name server process: a RemotingServer wired to the route table, plus the broker expiry scan."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from pathlib import Path
+
+from mq.config import NamesrvConfig
+from mq.daemon.namesrv.kv_config import KVConfig
+from mq.daemon.namesrv.processors import NamesrvProcessors
+from mq.daemon.namesrv.route_table import RouteTable
+from mq.daemon.runtime import DaemonError, describe_bind_error, mq_home
+from mq.remoting import RemotingServer
+
+log = logging.getLogger(__name__)
+
+
+class NamesrvServer:
+    def __init__(self, config: NamesrvConfig) -> None:
+        self.config = config
+        self.table = RouteTable()
+        kv_path = Path(config.kv_config_path) if config.kv_config_path else mq_home() / "namesrv" / "kvConfig.json"
+        self.kv = KVConfig(kv_path)
+        self.processors = NamesrvProcessors(config, self.table, self.kv)
+        self.server = RemotingServer(config.host, config.listen_port, limits=config.frame_limits, name="namesrv")
+        for code, handler in self.processors.handlers().items():
+            self.server.register(code, handler)
+        self.server.on_connection_closed(self._connection_closed)
+        self._scan_task: asyncio.Task | None = None
+
+    @property
+    def port(self) -> int:
+        return self.server.port
+
+    @property
+    def address(self) -> str:
+        return f"{self.config.host}:{self.port}"
+
+    async def start(self) -> None:
+        self.kv.load()
+        try:
+            await self.server.start()
+        except OSError as exc:
+            raise DaemonError(describe_bind_error(exc, self.config.host, self.config.listen_port)) from None
+        self._scan_task = asyncio.get_running_loop().create_task(self._scan_loop())
+        log.info("name server listening on %s", self.address)
+
+    async def stop(self) -> None:
+        if self._scan_task is not None:
+            self._scan_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._scan_task
+            self._scan_task = None
+        await self.server.stop()
+        log.info("name server %s stopped", self.address)
+
+    def _connection_closed(self, conn: object) -> None:
+        for addr in self.table.on_channel_closed(conn):
+            log.info("broker %s removed: its connection closed", addr)
+
+    def scan_not_active_brokers(self) -> list[str]:
+        now = int(time.time() * 1000)
+        channels = {addr: self.table.live_channel(addr) for addr in self.table.broker_live_table}
+        dead = self.table.expire(now, self.config.broker_channel_expired_time_ms)
+        for addr in dead:
+            log.warning("broker %s expired: not heard from for %d ms", addr,
+                        self.config.broker_channel_expired_time_ms)
+            conn = channels.get(addr)
+            if conn is not None and hasattr(conn, "close"):
+                conn.close()
+        return dead
+
+    async def _scan_loop(self) -> None:
+        interval = max(0.05, self.config.scan_not_active_broker_interval_ms / 1000)
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                self.scan_not_active_brokers()
+            except Exception:  # keep scanning; one bad pass must not stop expiry
+                log.exception("broker expiry scan failed")
