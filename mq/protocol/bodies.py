@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar
 
 from mq.common.fastjson import ObjectKey, dumps, loads
+from mq.common.message import MessageQueue
 from mq.errors import RemoteProtocolError
 from mq.protocol.codes import LanguageCode
 
@@ -206,6 +207,8 @@ def _conv(tp: Any) -> Conv:
         return _ident, _ident
     if isinstance(tp, type) and issubclass(tp, enum.IntEnum):
         return _enum_conv(tp)
+    if tp is MessageQueue:
+        return MessageQueue.from_json_value, MessageQueue.to_json_value
     if isinstance(tp, type) and issubclass(tp, JsonBody):
         return tp.from_json_value, lambda b: b.to_json_value()
     origin = typing.get_origin(tp)
@@ -294,15 +297,6 @@ class JsonBody:
 # ---------------------------------------------------------------------------------------------
 # common values
 # ---------------------------------------------------------------------------------------------
-@dataclass(frozen=True, slots=True, order=True)
-class MessageQueue(JsonBody):
-    """A queue of a topic on one broker; hashable, ordered like Java's compareTo (topic, broker, id)."""
-
-    topic: str = ""
-    broker_name: str = ""
-    queue_id: int = 0
-
-
 @dataclass(slots=True)
 class DataVersion(JsonBody):
     timestamp: int = 0

@@ -8,6 +8,7 @@ import zlib
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+import orjson
 
 from mq.errors import RemoteProtocolError
 from mq.protocol import bodies as b
@@ -20,8 +21,11 @@ MQ1 = b.MessageQueue("T", "broker-a", 1)
 def test_message_queue_hashable_ordered_and_json():
     assert sorted([b.MessageQueue("T", "b", 2), MQ1, MQ0, b.MessageQueue("A", "z", 9)])[0].topic == "A"
     assert MQ0 < MQ1 and len({MQ0, b.MessageQueue("T", "broker-a", 0)}) == 1
-    assert MQ0.to_json() == b'{"brokerName":"broker-a","queueId":0,"topic":"T"}'
-    assert b.MessageQueue.from_json(b'{"topic":"T","brokerName":"broker-a","queueId":"0"}') == MQ0
+    assert orjson.dumps(MQ0.to_json_value()) == b'{"brokerName":"broker-a","queueId":0,"topic":"T"}'
+    assert b.MessageQueue.from_json_value(orjson.loads(b'{"topic":"T","brokerName":"broker-a","queueId":"0"}')) == MQ0
+    from mq.common.message import MessageQueue
+
+    assert b.MessageQueue is MessageQueue  # one MessageQueue type for client, broker and bodies
 
 
 # ---- §6.1 TopicRouteData ------------------------------------------------------------------------
