@@ -231,3 +231,189 @@ class StoreConfig:
             except (KeyError, ValueError):
                 raise ConfigError(f"messageDelayLevel: bad level {tok!r}") from None
         return out
+
+
+@dataclass(frozen=True, slots=True)
+class ClientConfig:
+    """What every client (producer, consumer) of one ``MQClientInstance`` shares: RocketMQ ``ClientConfig``.
+
+    Intervals are seconds (RocketMQ's are ms: ``pollNameServerInterval`` 30000 -> 30.0)."""
+
+    namesrv_addr: str = "127.0.0.1:9876"
+    #: Empty: the first non-loopback IPv4 address of this host (RocketMQ ``RemotingUtil.getLocalAddress``).
+    client_ip: str = ""
+    #: "DEFAULT" becomes the PID, as in Java; give each client in one process its own name to get its own id.
+    instance_name: str = "DEFAULT"
+    unit_name: str = ""
+    poll_name_server_interval: float = 30.0
+    heartbeat_broker_interval: float = 30.0
+    persist_consumer_offset_interval: float = 5.0
+    #: rocketmq.client.rebalance.waitInterval
+    rebalance_interval: float = 20.0
+    #: Delay before retrying a pull or a send-back after an exception (pullTimeDelayMillsWhenException).
+    pull_time_delay_when_exception: float = 1.0
+    connect_timeout: float = 3.0
+    #: Timeout of admin-style calls to brokers and name servers (offset queries, heartbeats, route lookups).
+    call_timeout: float = 3.0
+    #: BROADCASTING offsets: <dir>/<clientId>/<group>/offsets.json (rocketmq.client.localOffsetStoreDir).
+    local_offset_store_dir: str = str(Path.home() / ".rocketmq_offsets")
+
+    @property
+    def namesrv_addrs(self) -> list[str]:
+        return [a.strip() for a in self.namesrv_addr.split(";") if a.strip()]
+
+
+@dataclass(frozen=True, slots=True)
+class ProducerConfig:
+    """``DefaultMQProducer`` settings (FEATURES.md §6.1); timeouts in seconds."""
+
+    group: str = "DEFAULT_PRODUCER"
+    send_msg_timeout: float = 3.0
+    retry_times_when_send_failed: int = 2
+    retry_times_when_send_async_failed: int = 2
+    retry_another_broker_when_not_store_ok: bool = False
+    compress_msg_body_over_howmuch: int = 4096
+    compress_level: int = 5
+    max_message_size: int = 4 * 1024 * 1024
+    default_topic_queue_nums: int = 4
+    create_topic_key: str = "TBW102"
+    send_latency_fault_enable: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerConfig:
+    """``DefaultMQPushConsumer`` settings (FEATURES.md §5.6); times in seconds.
+
+    ``message_model``: "CLUSTERING" or "BROADCASTING"; ``consume_from_where``: "LAST", "FIRST" or "TIMESTAMP"
+    (``consume_timestamp`` as RocketMQ's yyyyMMddHHmmss, empty = 30 minutes ago)."""
+
+    group: str = "DEFAULT_CONSUMER"
+    message_model: str = "CLUSTERING"
+    consume_from_where: str = "LAST"
+    consume_timestamp: str = ""
+    pull_batch_size: int = 32
+    pull_threshold_for_queue: int = 1000
+    pull_threshold_size_for_queue: int = 100 * 1024 * 1024
+    consume_concurrently_max_span: int = 2000
+    consume_thread_max: int = 20
+    consume_message_batch_max_size: int = 1
+    pull_interval: float = 0.0
+    flow_control_delay: float = 0.05
+    broker_suspend_max_time: float = 15.0
+    consumer_timeout_when_suspend: float = 30.0
+    #: -1: 16 (the broker's retryMaxTimes).
+    max_reconsume_times: int = -1
+    #: Local re-consume delay when a send-back fails (Java: 5 s).
+    local_retry_delay: float = 5.0
+    post_subscription_when_pull: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerConfig:
+    """Broker settings: RocketMQ ``BrokerConfig`` / ``NettyServerConfig`` names in snake_case, 4.9 defaults.
+
+    YAML (or broker.conf) keys use RocketMQ's spelling (``brokerName``, ``listenPort``, ``namesrvAddr``, ...);
+    keys naming a ``StoreConfig`` field (``storePathRootDir``, ``flushDiskType``, ``fileReservedTime``, ...) go
+    to the store config: ``broker_configs_from_mapping`` splits them. Intervals are milliseconds."""
+
+    broker_name: str = "broker-a"
+    broker_cluster_name: str = "DefaultCluster"
+    broker_id: int = 0
+    #: Address to bind.
+    host: str = "127.0.0.1"
+    listen_port: int = DEFAULT_BROKER_PORT
+    #: Advertised IPv4 (offsetMsgId, STOREHOST, name-server registration); empty: the bind host.
+    broker_ip1: str = ""
+    #: Name servers, ``;``-separated; empty: do not register.
+    namesrv_addr: str = ""
+    region_id: str = "DefaultRegion"
+    trace_on: bool = True
+    broker_permission: int = 6
+    auto_create_topic_enable: bool = True
+    auto_create_subscription_group: bool = True
+    default_topic_queue_nums: int = 8
+    cluster_topic_enable: bool = True
+    broker_topic_enable: bool = True
+    trace_topic_enable: bool = False
+    msg_trace_topic_name: str = "RMQ_SYS_TRACE_TOPIC"
+    reject_transaction_message: bool = False
+    notify_consumer_ids_changed_enable: bool = True
+    #: Async send workers; 1 keeps one global FIFO (sends never wait on I/O in a worker).
+    send_message_thread_pool_nums: int = 1
+    send_thread_pool_queue_capacity: int = 10_000
+    query_message_thread_pool_nums: int = 4
+    query_thread_pool_queue_capacity: int = 20_000
+    broker_fast_failure_enable: bool = True
+    wait_time_mills_in_send_queue: int = 200
+    #: How often queued requests are checked against their wait limit (RocketMQ: 10 ms).
+    fast_failure_scan_interval_ms: int = 20
+    long_polling_enable: bool = True
+    short_polling_time_mills: int = 1000
+    #: Upper bound of a pull's hold time, whatever the client asks.
+    broker_suspend_max_time_millis: int = 15_000
+    #: Most pull requests held at once; beyond it a pull with nothing to return is answered at once.
+    max_held_pull_requests: int = 10_000
+    #: SYNC_FLUSH sends waiting for their flush before new sends are made to wait in their worker.
+    max_pending_flush_acks: int = 20_000
+    register_name_server_period: int = 30_000
+    register_broker_timeout_mills: int = 6000
+    compressed_register: bool = False
+    force_register: bool = True
+    #: A client channel silent this long is dropped (ConsumerManager CHANNEL_EXPIRED_TIMEOUT).
+    channel_expired_timeout: int = 120_000
+    client_channel_scan_interval: int = 10_000
+    flush_consumer_offset_interval: int = 5000
+    #: rocketmq.broker.rebalance.lockMaxLiveTime
+    rebalance_lock_max_live_time: int = 60_000
+    #: Connections with no traffic for this many seconds are closed (serverChannelMaxIdleTimeSeconds).
+    server_channel_max_idle_time_seconds: int = 120
+    frame_limits: FrameLimits = field(default_factory=FrameLimits)
+
+    @property
+    def advertised_host(self) -> str:
+        return self.broker_ip1 or self.host
+
+    @property
+    def namesrv_addrs(self) -> list[str]:
+        return [a.strip() for a in self.namesrv_addr.replace(",", ";").split(";") if a.strip()]
+
+
+_BROKER_ALIASES: dict[str, str] = {
+    "brokerIP1": "broker_ip1",
+    "brokerClusterName": "broker_cluster_name",
+    "namesrvAddr": "namesrv_addr",
+    "listenPort": "listen_port",
+    "bindAddress": "host",
+    "rocketmqBrokerRebalanceLockMaxLiveTime": "rebalance_lock_max_live_time",
+}
+#: broker.conf keys RocketMQ has that mean nothing for this broker; accepted and ignored.
+BROKER_IGNORED_KEYS = frozenset({"deleteWhenHour", "brokerRole_", "slaveReadEnable", "haListenPort",
+                                 "aclEnable", "enablePropertyFilter", "pullMessageThreadPoolNums",
+                                 "useEpollNativeSelector", "serverWorkerThreads"})
+
+
+def broker_configs_from_mapping(data: dict[str, Any], *, source: str = "config",
+                                base_store: "StoreConfig | None" = None) -> tuple[BrokerConfig, "StoreConfig"]:
+    """Split a broker.conf/YAML mapping into (BrokerConfig, StoreConfig); unknown keys raise ConfigError."""
+    store_names = {f.name for f in dataclasses.fields(StoreConfig)}
+    broker_names = {f.name for f in dataclasses.fields(BrokerConfig)}
+    broker_part: dict[str, Any] = {}
+    store_part: dict[str, Any] = {}
+    for key, value in (data or {}).items():
+        if key in BROKER_IGNORED_KEYS:
+            continue
+        bname = _BROKER_ALIASES.get(key) or (key if key in broker_names else _snake(key))
+        if bname in broker_names and bname != "frame_limits":
+            broker_part[key] = value
+            continue
+        sname = key if key in store_names else _snake(key)
+        if sname in store_names:
+            store_part[sname] = value
+            continue
+        accepted = sorted(set(_BROKER_ALIASES) | {n for n in broker_names if n != "frame_limits"} | store_names)
+        raise ConfigError(f"{source}: unknown key {key!r}; accepted keys: {', '.join(accepted)}")
+    broker = from_mapping(BrokerConfig, broker_part, source=source, aliases=_BROKER_ALIASES)
+    store = from_mapping(StoreConfig, store_part, source=source)
+    if base_store is not None:
+        store = dataclasses.replace(base_store, **{k: getattr(store, k) for k in store_part})
+    return broker, store

@@ -17,10 +17,30 @@ DEFAULT_NAMESRV = "127.0.0.1:9876"
 #: command name -> ("module:attribute", one-line help). Modules load on first use, so ``--help`` is fast.
 COMMANDS: dict[str, tuple[str, str]] = {
     "namesrv": ("mq.cli.namesrv:namesrv", "Run or stop the name server."),
+    "broker": ("mq.cli.broker:broker", "Run or stop the broker."),
     "up": ("mq.cli.up:up", "Run a name server and a broker locally on embedded defaults."),
-    "clusterList": ("mq.cli.cluster:cluster_list", "List clusters and their brokers."),
+    "clusterList": ("mq.cli.cluster:cluster_list", "List clusters and their brokers, with in/out TPS."),
     "topicList": ("mq.cli.topic:topic_list", "List topics known to the name server."),
     "topicRoute": ("mq.cli.topic:topic_route", "Show the route of a topic."),
+    "send": ("mq.cli.send:send", "Send messages to a topic and show where they were stored."),
+    "pull": ("mq.cli.pull:pull", "Read messages from a topic's queues at chosen offsets."),
+    "consume": ("mq.cli.consume:consume", "Consume a topic with a push consumer and print messages."),
+    "bench": ("mq.cli.bench:bench", "Benchmark producing or consuming (throughput and latency)."),
+    "topicStatus": ("mq.cli.topic_admin:topic_status", "Show min/max offset and last update of each queue of a topic."),
+    "updateTopic": ("mq.cli.topic_admin:update_topic", "Create or update a topic on a broker or cluster."),
+    "deleteTopic": ("mq.cli.topic_admin:delete_topic", "Delete a topic from a cluster and the name servers."),
+    "brokerStatus": ("mq.cli.broker_admin:broker_status", "Show a broker's runtime statistics."),
+    "getBrokerConfig": ("mq.cli.broker_admin:get_broker_config", "Show a broker's configuration."),
+    "updateBrokerConfig": ("mq.cli.broker_admin:update_broker_config", "Change a run-time setting of a broker."),
+    "consumerProgress": ("mq.cli.consumer_admin:consumer_progress", "Show consume progress (lag) of groups."),
+    "consumerConnection": ("mq.cli.consumer_admin:consumer_connection", "Show the online clients of a consumer group."),
+    "producerConnection": ("mq.cli.consumer_admin:producer_connection", "Show the online clients of a producer group."),
+    "resetOffsetByTime": ("mq.cli.consumer_admin:reset_offset_by_time", "Reset a group's offsets on a topic to a time."),
+    "updateSubGroup": ("mq.cli.consumer_admin:update_sub_group", "Create or update a subscription group."),
+    "deleteSubGroup": ("mq.cli.consumer_admin:delete_sub_group", "Delete a subscription group."),
+    "queryMsgByKey": ("mq.cli.query:query_msg_by_key", "Find messages of a topic by key."),
+    "queryMsgById": ("mq.cli.query:query_msg_by_id", "Show a message by offsetMsgId or UNIQ_KEY."),
+    "queryMsgByOffset": ("mq.cli.query:query_msg_by_offset", "Show the message at a queue offset."),
 }
 
 

@@ -1,6 +1,8 @@
-"""`mq up`: a local system on embedded defaults, in the foreground, for a newcomer."""
+"""`mq up`: a name server and a broker on embedded defaults, in the foreground, for a newcomer."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import click
 
@@ -8,27 +10,40 @@ import click
 @click.command()
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address both daemons listen on.")
 @click.option("--namesrv-port", type=int, default=9876, show_default=True)
+@click.option("--broker-port", type=int, default=10911, show_default=True)
+@click.option("--store", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Store root directory.  [default: ~/.mq/store]")
 @click.option("--log-level", default="INFO", show_default=True)
-def up(host: str, namesrv_port: int, log_level: str) -> None:
-    """Run a name server (and, once it exists, a broker) in the foreground; Ctrl-C stops them."""
+def up(host: str, namesrv_port: int, broker_port: int, store: Path | None, log_level: str) -> None:
+    """Run a name server and a broker in the foreground; Ctrl-C stops both cleanly."""
     import dataclasses
 
+    from mq.cli.broker import build_configs
     from mq.config import NamesrvConfig
     from mq.daemon import runtime
     from mq.daemon.namesrv.server import NamesrvServer
 
     runtime.setup_logging(log_level)
-    cfg = dataclasses.replace(NamesrvConfig(), host=host, listen_port=namesrv_port)
+    ns_cfg = dataclasses.replace(NamesrvConfig(), host=host, listen_port=namesrv_port)
 
     async def main(stop) -> None:
-        server = NamesrvServer(cfg)
+        from mq.daemon.broker.controller import BrokerController
+
+        server = NamesrvServer(ns_cfg)
         await server.start()
+        ctrl = None
         try:
-            click.echo(f"name server {host}:{server.port}", err=True)
-            click.echo("the broker is not part of this build yet: running the name server alone "
-                       "(Ctrl-C to stop)", err=True)
+            bcfg, scfg = build_configs(None, namesrv=f"{host}:{server.port}", host=host, port=broker_port,
+                                       advertise=None, store=store, broker_name=None, cluster=None,
+                                       broker_id=None)
+            ctrl = BrokerController(bcfg, store_config=scfg)
+            await ctrl.start()
+            click.echo(f"name server {host}:{server.port}, {bcfg.broker_name} {ctrl.address}, store "
+                       f"{scfg.store_path_root_dir} (Ctrl-C to stop)", err=True)
             await stop.wait()
         finally:
+            if ctrl is not None:
+                await ctrl.stop()
             await server.stop()
 
     runtime.run_until_signalled(main)

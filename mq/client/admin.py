@@ -136,3 +136,335 @@ class MQAdmin:
         await self.call_namesrv(RemotingCommand.request(
             RequestCode.DELETE_TOPIC_IN_NAMESRV,
             h.DeleteTopicFromNamesrvRequestHeader(topic=topic, cluster_name=cluster).to_ext()))
+
+    # ---------------------------------------------------------------------------------------------
+    # broker admin: mqadmin's examine*/create*/delete* calls (PROTOCOL.md §4.5). Imports are local so
+    # this block can be appended to the class without touching the module header.
+    # ---------------------------------------------------------------------------------------------
+    async def master_addrs(self, cluster: str | None = None) -> dict[str, str]:
+        """Broker name -> master (brokerId 0) address, for one cluster (unknown -> BrokerError) or all."""
+        info = await self.cluster_info()
+        if cluster is not None:
+            if cluster not in info.cluster_addr_table:
+                known = ", ".join(sorted(info.cluster_addr_table)) or "none"
+                raise BrokerError(ResponseCode.SYSTEM_ERROR, f"cluster {cluster!r} is not known to the name "
+                                  f"server (known: {known})")
+            names = info.cluster_addr_table[cluster]
+        else:
+            names = set(info.broker_addr_table)
+        out = {}
+        for name in sorted(names):
+            bd = info.broker_addr_table.get(name)
+            if bd is not None and 0 in bd.broker_addrs:
+                out[name] = bd.broker_addrs[0]
+        return out
+
+    async def topic_master_addrs(self, topic: str) -> dict[str, str]:
+        """Broker name -> master address of every broker in ``topic``'s route."""
+        route = await self.topic_route(topic)
+        return {bd.broker_name: bd.broker_addrs[0] for bd in sorted(route.broker_datas, key=lambda b: b.broker_name)
+                if 0 in bd.broker_addrs}
+
+    async def _broker(self, addr: str, code: int, header: object | None = None, body: bytes | None = None, *,
+                      ok: Sequence[int] = (ResponseCode.SUCCESS,), timeout: float | None = None) -> RemotingCommand:
+        ext = header.to_ext() if header is not None else None  # type: ignore[attr-defined]
+        return await self.call_broker(addr, RemotingCommand.request(code, ext, body), ok=ok, timeout=timeout)
+
+    async def create_and_update_topic_config(self, addr: str, tc) -> None:
+        """UPDATE_AND_CREATE_TOPIC (17) with a ``bodies.TopicConfig``."""
+        hd = h.CreateTopicRequestHeader(topic=tc.topic_name, default_topic="TBW102", read_queue_nums=tc.read_queue_nums,
+                                        write_queue_nums=tc.write_queue_nums, perm=tc.perm,
+                                        topic_filter_type=tc.topic_filter_type, topic_sys_flag=tc.topic_sys_flag,
+                                        order=tc.order)
+        await self._broker(addr, RequestCode.UPDATE_AND_CREATE_TOPIC, hd)
+
+    async def create_or_update_order_conf(self, topic: str, conf: str, is_cluster: bool) -> str:
+        """ORDER_TOPIC_CONFIG kv of ``topic``: replace it (cluster) or merge ``name:queues`` entries (broker)."""
+        if not is_cluster:
+            old = await self.get_kv("ORDER_TOPIC_CONFIG", topic)
+            merged: dict[str, str] = {}
+            for part in (old or "").split(";") + conf.split(";"):
+                if ":" in part:
+                    name, _, n = part.partition(":")
+                    merged[name.strip()] = n.strip()
+            conf = ";".join(f"{k}:{v}" for k, v in merged.items())
+        await self.put_kv("ORDER_TOPIC_CONFIG", topic, conf)
+        return conf
+
+    async def delete_topic_in_broker(self, addr: str, topic: str) -> None:
+        await self._broker(addr, RequestCode.DELETE_TOPIC_IN_BROKER, h.DeleteTopicRequestHeader(topic=topic))
+
+    async def delete_topic_in_all_namesrv(self, topic: str, cluster: str | None = None) -> list[str]:
+        """DELETE_TOPIC_IN_NAMESRV (216) to every name server; returns the failures as text."""
+        failures = []
+        cmd_ext = h.DeleteTopicFromNamesrvRequestHeader(topic=topic, cluster_name=cluster).to_ext()
+        for addr in self.namesrv_addrs:
+            try:
+                resp = await self.client.invoke(addr, RemotingCommand.request(
+                    RequestCode.DELETE_TOPIC_IN_NAMESRV, dict(cmd_ext)), timeout=self.timeout)
+            except RemotingError as exc:
+                failures.append(f"{addr}: {exc}")
+                continue
+            if resp.code != ResponseCode.SUCCESS:
+                failures.append(str(BrokerError.from_response(resp.code, resp.remark, addr)))
+        return failures
+
+    async def get_all_topic_config(self, addr: str):
+        from mq.protocol.bodies import TopicConfigSerializeWrapper
+
+        resp = await self._broker(addr, RequestCode.GET_ALL_TOPIC_CONFIG)
+        return TopicConfigSerializeWrapper.from_json(resp.body or b"{}")
+
+    async def examine_topic_stats(self, addr: str, topic: str):
+        from mq.protocol.bodies import TopicStatsTable
+
+        resp = await self._broker(addr, RequestCode.GET_TOPIC_STATS_INFO, h.GetTopicStatsInfoRequestHeader(topic=topic))
+        return TopicStatsTable.from_json(resp.body or b"{}")
+
+    async def examine_topic_stats_all(self, topic: str):
+        """TopicStatsTable of ``topic`` merged over the masters of its route."""
+        from mq.protocol.bodies import TopicStatsTable
+
+        merged = TopicStatsTable()
+        for addr in (await self.topic_master_addrs(topic)).values():
+            merged.offset_table.update((await self.examine_topic_stats(addr, topic)).offset_table)
+        return merged
+
+    async def create_and_update_subscription_group_config(self, addr: str, cfg) -> None:
+        """UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (200) with a ``bodies.SubscriptionGroupConfig``."""
+        await self._broker(addr, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, body=cfg.to_json())
+
+    async def get_all_subscription_group(self, addr: str):
+        from mq.protocol.bodies import SubscriptionGroupWrapper
+
+        resp = await self._broker(addr, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
+        return SubscriptionGroupWrapper.from_json(resp.body or b"{}")
+
+    async def delete_subscription_group(self, addr: str, group: str, remove_offset: bool = False) -> None:
+        await self._broker(addr, RequestCode.DELETE_SUBSCRIPTIONGROUP,
+                           h.DeleteSubscriptionGroupRequestHeader(group_name=group, remove_offset=remove_offset))
+
+    async def examine_consume_stats(self, addr: str, group: str, topic: str | None = None):
+        from mq.protocol.bodies import ConsumeStats
+
+        resp = await self._broker(addr, RequestCode.GET_CONSUME_STATS,
+                                  h.GetConsumeStatsRequestHeader(consumer_group=group, topic=topic))
+        return ConsumeStats.from_json(resp.body or b"{}")
+
+    async def examine_consume_stats_all(self, group: str, topic: str | None = None):
+        """ConsumeStats of ``group`` merged over every master (of ``topic``'s route when given); TPS summed."""
+        from mq.protocol.bodies import ConsumeStats
+
+        addrs = await (self.topic_master_addrs(topic) if topic else self.master_addrs())
+        merged = ConsumeStats()
+        for addr in addrs.values():
+            stats = await self.examine_consume_stats(addr, group, topic)
+            merged.offset_table.update(stats.offset_table)
+            merged.consume_tps += stats.consume_tps
+        return merged
+
+    async def examine_consumer_connection_info(self, addr: str, group: str):
+        from mq.protocol.bodies import ConsumerConnection
+
+        resp = await self._broker(addr, RequestCode.GET_CONSUMER_CONNECTION_LIST,
+                                  h.GetConsumerConnectionListRequestHeader(consumer_group=group))
+        return ConsumerConnection.from_json(resp.body or b"{}")
+
+    async def examine_consumer_connection_all(self, group: str):
+        """ConsumerConnection of ``group`` merged over every master; none online -> ConsumerNotOnlineError."""
+        from mq.errors import ConsumerNotOnlineError
+        from mq.protocol.bodies import ConsumerConnection
+
+        merged: ConsumerConnection | None = None
+        seen: set[str] = set()
+        for addr in (await self.master_addrs()).values():
+            try:
+                cc = await self.examine_consumer_connection_info(addr, group)
+            except ConsumerNotOnlineError:
+                continue
+            if merged is None:
+                merged = ConsumerConnection(subscription_table=dict(cc.subscription_table),
+                                            consume_type=cc.consume_type, message_model=cc.message_model,
+                                            consume_from_where=cc.consume_from_where)
+            for c in cc.connection_set:
+                if c.client_id not in seen:
+                    seen.add(c.client_id)
+                    merged.connection_set.append(c)
+        if merged is None:
+            raise ConsumerNotOnlineError(ResponseCode.CONSUMER_NOT_ONLINE,
+                                         f"consumer group {group!r} is not online on any broker")
+        return merged
+
+    async def examine_producer_connection_info(self, addr: str, group: str):
+        from mq.protocol.bodies import ProducerConnection
+
+        resp = await self._broker(addr, RequestCode.GET_PRODUCER_CONNECTION_LIST,
+                                  h.GetProducerConnectionListRequestHeader(producer_group=group))
+        return ProducerConnection.from_json(resp.body or b"{}")
+
+    async def fetch_broker_runtime_stats(self, addr: str) -> dict[str, str]:
+        resp = await self._broker(addr, RequestCode.GET_BROKER_RUNTIME_INFO)
+        return dict(KVTable.from_json(resp.body or b"{}").table)
+
+    async def get_broker_config(self, addr: str) -> dict[str, str]:
+        resp = await self._broker(addr, RequestCode.GET_BROKER_CONFIG)
+        out = {}
+        for line in bytes(resp.body or b"").decode("utf-8", "replace").splitlines():
+            if "=" in line:
+                k, _, v = line.partition("=")
+                out[k.strip()] = v.strip()
+        return out
+
+    async def update_broker_config(self, addr: str, props: dict[str, str]) -> None:
+        body = "".join(f"{k}={v}\n" for k, v in props.items()).encode()
+        await self._broker(addr, RequestCode.UPDATE_BROKER_CONFIG, body=body)
+
+    async def query_topic_consume_by_who(self, addr: str, topic: str) -> set[str]:
+        from mq.protocol.bodies import GroupList
+
+        resp = await self._broker(addr, RequestCode.QUERY_TOPIC_CONSUME_BY_WHO,
+                                  h.QueryTopicConsumeByWhoRequestHeader(topic=topic))
+        return set(GroupList.from_json(resp.body or b"{}").group_list)
+
+    async def query_consume_time_span(self, addr: str, topic: str, group: str) -> list[dict]:
+        from mq.common.fastjson import loads
+
+        resp = await self._broker(addr, RequestCode.QUERY_CONSUME_TIME_SPAN,
+                                  h.QueryConsumeTimeSpanRequestHeader(topic=topic, group=group))
+        return list(loads(resp.body or b"{}").get("consumeTimeSpanSet") or [])
+
+    async def reset_offset_by_timestamp(self, addr: str, topic: str, group: str, timestamp: int,
+                                        force: bool = True) -> dict:
+        """INVOKE_BROKER_TO_RESET_OFFSET (222): MessageQueue -> new offset on that broker."""
+        from mq.protocol.bodies import ResetOffsetBody
+
+        resp = await self._broker(addr, RequestCode.INVOKE_BROKER_TO_RESET_OFFSET,
+                                  h.ResetOffsetRequestHeader(topic=topic, group=group, timestamp=timestamp,
+                                                             is_force=force))
+        return dict(ResetOffsetBody.from_json(resp.body).offset_table) if resp.body else {}
+
+    async def get_consumer_running_info(self, addr: str, group: str, client_id: str, jstack: bool = False):
+        """GET_CONSUMER_RUNNING_INFO (307) relayed by the broker; the client's JSON, parsed (object keys kept)."""
+        from mq.common.fastjson import loads
+
+        resp = await self._broker(addr, RequestCode.GET_CONSUMER_RUNNING_INFO,
+                                  h.GetConsumerRunningInfoRequestHeader(consumer_group=group, client_id=client_id,
+                                                                        jstack_enable=jstack), timeout=15.0)
+        return loads(resp.body) if resp.body else {}
+
+    async def consume_message_directly(self, addr: str, group: str, client_id: str, msg_id: str):
+        from mq.protocol.bodies import ConsumeMessageDirectlyResult
+
+        resp = await self._broker(addr, RequestCode.CONSUME_MESSAGE_DIRECTLY,
+                                  h.ConsumeMessageDirectlyResultRequestHeader(consumer_group=group,
+                                                                              client_id=client_id, msg_id=msg_id),
+                                  timeout=15.0)
+        return ConsumeMessageDirectlyResult.from_json(resp.body or b"{}")
+
+    async def get_system_topic_list_from_broker(self, addr: str) -> set[str]:
+        resp = await self._broker(addr, RequestCode.GET_SYSTEM_TOPIC_LIST_FROM_BROKER)
+        return set(TopicList.from_json(resp.body or b"{}").topic_list)
+
+    async def get_all_consumer_offset(self, addr: str) -> dict[str, dict[int, int]]:
+        from mq.protocol.bodies import ConsumerOffsetSerializeWrapper
+
+        resp = await self._broker(addr, RequestCode.GET_ALL_CONSUMER_OFFSET)
+        return dict(ConsumerOffsetSerializeWrapper.from_json(resp.body or b"{}").offset_table)
+
+    async def get_all_delay_offset(self, addr: str) -> dict[int, int]:
+        from mq.common.fastjson import loads
+
+        resp = await self._broker(addr, RequestCode.GET_ALL_DELAY_OFFSET)
+        table = loads(resp.body or b"{}").get("offsetTable") or {}
+        return {int(k): int(v) for k, v in table.items()}
+
+    # -- messages ------------------------------------------------------------------------------------------
+    async def query_message(self, addr: str, topic: str, key: str, max_num: int = 64, begin: int = 0,
+                            end: int = 2**63 - 1, unique: bool = False) -> list:
+        """QUERY_MESSAGE (12) on one broker: decoded messages (nothing found -> [])."""
+        from mq.common.record import decode_records
+
+        hd = h.QueryMessageRequestHeader(topic=topic, key=key, max_num=max_num, begin_timestamp=begin,
+                                         end_timestamp=end, unique_key_query=unique)
+        resp = await self._broker(addr, RequestCode.QUERY_MESSAGE, hd,
+                                  ok=(ResponseCode.SUCCESS, ResponseCode.QUERY_NOT_FOUND))
+        if resp.code != ResponseCode.SUCCESS or not resp.body:
+            return []
+        return decode_records(resp.body, decompress=True)
+
+    async def query_message_by_key(self, topic: str, key: str, max_num: int = 64, begin: int = 0,
+                                   end: int = 2**63 - 1, unique: bool = False) -> list:
+        """Messages of ``topic`` whose KEYS (or, ``unique``, UNIQ_KEY) hold ``key`` on every broker of the
+        route, newest first, at most ``max_num``; ``broker_name`` is set on each."""
+        from mq.common import properties as P
+
+        found = []
+        for name, addr in (await self.topic_master_addrs(topic)).items():
+            for m in await self.query_message(addr, topic, key, max_num, begin, end, unique):
+                if m.topic != topic:
+                    continue
+                if unique:
+                    if m.properties.get(P.UNIQ_CLIENT_MESSAGE_ID_KEYIDX) != key:
+                        continue
+                elif key not in P.split_keys(m.properties.get(P.KEYS)):
+                    continue
+                m.broker_name = name
+                found.append(m)
+        found.sort(key=lambda m: (m.store_timestamp, m.commit_log_offset), reverse=True)
+        return found[:max_num]
+
+    async def view_message(self, addr: str, offset: int):
+        """VIEW_MESSAGE_BY_ID (33): the record at a commit-log offset on ``addr``."""
+        from mq.common.record import decode_record
+
+        resp = await self._broker(addr, RequestCode.VIEW_MESSAGE_BY_ID, h.ViewMessageRequestHeader(offset=offset))
+        if not resp.body:
+            raise BrokerError(ResponseCode.SYSTEM_ERROR, f"no message at offset {offset}", addr)
+        return decode_record(resp.body, decompress=True)
+
+    async def view_message_by_offset_msg_id(self, msg_id: str):
+        """Decode an offsetMsgId to (store address, offset) and VIEW_MESSAGE_BY_ID there."""
+        from mq.common.msg_id import decode_offset_msg_id
+
+        (ip, port), offset = decode_offset_msg_id(msg_id)
+        host = f"[{ip}]" if ":" in ip else ip
+        return await self.view_message(f"{host}:{port}", offset)
+
+    async def pull_message_at(self, addr: str, topic: str, queue_id: int, offset: int,
+                              group: str = "TOOLS_CONSUMER") -> tuple[int, list, int, int, int]:
+        """PULL_MESSAGE of one message at ``offset`` (no suspend, no commit, subscription ``*``).
+
+        Returns (response code, messages, next begin offset, min offset, max offset)."""
+        from mq.common.record import decode_records
+
+        hd = h.PullMessageRequestHeader(consumer_group=group, topic=topic, queue_id=queue_id, queue_offset=offset,
+                                        max_msg_nums=1, sys_flag=0x4, commit_offset=0, suspend_timeout_millis=0,
+                                        sub_version=0, subscription="*", expression_type="TAG")
+        resp = await self._broker(addr, RequestCode.PULL_MESSAGE, hd,
+                                  ok=(ResponseCode.SUCCESS, ResponseCode.PULL_NOT_FOUND,
+                                      ResponseCode.PULL_RETRY_IMMEDIATELY, ResponseCode.PULL_OFFSET_MOVED))
+        rh = h.PullMessageResponseHeader.from_ext(resp.ext_fields)
+        msgs = decode_records(resp.body, decompress=True) if resp.code == ResponseCode.SUCCESS and resp.body else []
+        return resp.code, msgs, rh.next_begin_offset, rh.min_offset, rh.max_offset
+
+    async def reset_offset_by_time_old(self, addr: str, topic: str, group: str, timestamp: int,
+                                       force: bool = True) -> dict:
+        """mqadmin's fallback when a broker answers CONSUMER_NOT_ONLINE to 222 (a Java broker and an offline
+        group): per queue of the group's ConsumeStats, search the offset by time (-1: the max offset) and commit
+        it with UPDATE_CONSUMER_OFFSET (only backwards unless ``force``). Returns MessageQueue -> new offset."""
+        stats = await self.examine_consume_stats(addr, group, topic)
+        out = {}
+        for mq, ow in sorted(stats.offset_table.items()):
+            if timestamp == -1:
+                target = ow.broker_offset
+            else:
+                resp = await self._broker(addr, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, h.SearchOffsetRequestHeader(
+                    topic=mq.topic, queue_id=mq.queue_id, timestamp=timestamp))
+                target = h.SearchOffsetResponseHeader.from_ext(resp.ext_fields).offset
+            if target < 0 or not (force or target < ow.consumer_offset):
+                out[mq] = ow.consumer_offset
+                continue
+            await self._broker(addr, RequestCode.UPDATE_CONSUMER_OFFSET, h.UpdateConsumerOffsetRequestHeader(
+                consumer_group=group, topic=mq.topic, queue_id=mq.queue_id, commit_offset=target))
+            out[mq] = target
+        return out

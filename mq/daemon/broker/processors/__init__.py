@@ -1,0 +1,34 @@
+"""The broker's request processors, one module per concern; ``register_all`` wires them by request code.
+
+core (this package): send.py (10, 310, 320), pull.py (11), client.py (14, 15, 29-32, 34, 35, 38),
+query.py (12, 33), lock.py (41, 42); admin.py (every admin code) belongs to the broker admin module and
+exposes ``register(controller)``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from mq.daemon.broker.controller import BrokerController
+
+
+def register_all(controller: "BrokerController") -> None:
+    from mq.daemon.broker.processors.client import ClientProcessor
+    from mq.daemon.broker.processors.lock import LockProcessor
+    from mq.daemon.broker.processors.pull import PullProcessor
+    from mq.daemon.broker.processors.query import QueryProcessor
+    from mq.daemon.broker.processors.send import SendProcessor
+
+    server = controller.server
+    controller.send_processor = SendProcessor(controller)
+    controller.pull_processor = PullProcessor(controller)
+    controller.client_processor = ClientProcessor(controller)
+    controller.query_processor = QueryProcessor(controller)
+    controller.lock_processor = LockProcessor(controller)
+    for p in (controller.send_processor, controller.pull_processor, controller.client_processor,
+              controller.query_processor, controller.lock_processor):
+        p.register(server)
+    from mq.daemon.broker.processors import admin  # the admin helper's module; missing is an error
+
+    admin.register(controller)

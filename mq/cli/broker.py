@@ -1,0 +1,134 @@
+"""`mq broker start|stop`."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+
+def default_store_dir() -> Path:
+    from mq.daemon import runtime
+
+    return runtime.mq_home() / "store"
+
+
+def build_configs(config_file: Path | None, *, namesrv: str | None, host: str | None, port: int | None,
+                  advertise: str | None, store: Path | None, broker_name: str | None, cluster: str | None,
+                  broker_id: int | None):
+    """(BrokerConfig, StoreConfig) from an optional broker.yaml / broker.conf plus command-line overrides."""
+    import dataclasses
+
+    from mq.config import BrokerConfig, StoreConfig, broker_configs_from_mapping, load_yaml
+
+    base_store = StoreConfig(store_path_root_dir=str(default_store_dir()))
+    if config_file:
+        bcfg, scfg = broker_configs_from_mapping(load_yaml(config_file), source=str(config_file),
+                                                 base_store=base_store)
+    else:
+        bcfg, scfg = BrokerConfig(), base_store
+    over = {k: v for k, v in (("namesrv_addr", namesrv), ("host", host), ("listen_port", port),
+                              ("broker_ip1", advertise), ("broker_name", broker_name),
+                              ("broker_cluster_name", cluster), ("broker_id", broker_id)) if v is not None}
+    bcfg = dataclasses.replace(bcfg, **over)
+    if store is not None:
+        scfg = dataclasses.replace(scfg, store_path_root_dir=str(store))
+    scfg = dataclasses.replace(scfg, store_path_root_dir=str(Path(scfg.store_path_root_dir).expanduser()))
+    return bcfg, scfg
+
+
+@click.group()
+def broker() -> None:
+    """Run or stop the broker."""
+
+
+@broker.command("start")
+@click.option("--namesrv", "namesrv", default=None,
+              help="Name server address(es), ';'-separated.  [default: $NAMESRV_ADDR or 127.0.0.1:9876]")
+@click.option("--host", default=None, help="Address to listen on.  [default: 127.0.0.1]")
+@click.option("--port", type=int, default=None, help="Port to listen on.  [default: 10911]")
+@click.option("--advertise", default=None, help="IPv4 address clients reach the broker at.  [default: --host]")
+@click.option("--store", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Store root directory.  [default: ~/.mq/store]")
+@click.option("--broker-name", default=None, help="Broker name.  [default: broker-a]")
+@click.option("--cluster", default=None, help="Cluster name.  [default: DefaultCluster]")
+@click.option("--broker-id", type=int, default=None, help="0 = master.  [default: 0]")
+@click.option("--config", "config_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="YAML or broker.conf file with RocketMQ keys (brokerName, listenPort, storePathRootDir, ...).")
+@click.option("--daemon", is_flag=True, help="Detach, write a pid file and log to a file.")
+@click.option("--pid-file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Pid file.  [default: ~/.mq/run/broker.pid]")
+@click.option("--log-file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Log file with --daemon.  [default: ~/.mq/logs/broker.log]")
+@click.option("--log-level", default="INFO", show_default=True)
+@click.pass_context
+def start(ctx: click.Context, namesrv: str | None, host: str | None, port: int | None, advertise: str | None,
+          store: Path | None, broker_name: str | None, cluster: str | None, broker_id: int | None,
+          config_file: Path | None, daemon: bool, pid_file: Path | None, log_file: Path | None,
+          log_level: str) -> None:
+    """Start the broker (foreground unless --daemon)."""
+    from mq.daemon import runtime
+
+    if namesrv is None and not (config_file and _file_sets_namesrv(config_file)):
+        namesrv = getattr(ctx.obj, "namesrv", None) or "127.0.0.1:9876"
+    bcfg, scfg = build_configs(config_file, namesrv=namesrv, host=host, port=port, advertise=advertise,
+                               store=store, broker_name=broker_name, cluster=cluster, broker_id=broker_id)
+    pid_file = pid_file or runtime.default_pid_file("broker")
+    existing = runtime.running_pid(pid_file)
+    if existing is not None:
+        raise runtime.DaemonError(f"a broker is already running (pid {existing}, pid file {pid_file})")
+
+    if daemon:
+        log_file = log_file or runtime.default_log_file("broker")
+        argv = [sys.executable, "-m", "mq.cli.main", "broker", "start", "--namesrv", bcfg.namesrv_addr,
+                "--host", bcfg.host, "--port", str(bcfg.listen_port), "--store", scfg.store_path_root_dir,
+                "--broker-name", bcfg.broker_name, "--cluster", bcfg.broker_cluster_name, "--broker-id",
+                str(bcfg.broker_id), "--pid-file", str(pid_file), "--log-level", log_level]
+        if bcfg.broker_ip1:
+            argv += ["--advertise", bcfg.broker_ip1]
+        if config_file:
+            argv += ["--config", str(config_file)]
+        pid = runtime.spawn_detached(argv, log_file=log_file, pid_file=pid_file,
+                                     ready=lambda: runtime.running_pid(pid_file) is not None
+                                     and runtime.port_open(bcfg.host, bcfg.listen_port))
+        click.echo(f"broker {bcfg.broker_name} started: {bcfg.advertised_host}:{bcfg.listen_port} (pid {pid}, "
+                   f"store {scfg.store_path_root_dir}, log {log_file})")
+        return
+
+    from mq.daemon.broker.controller import BrokerController
+
+    runtime.setup_logging(log_level)
+
+    async def main(stop) -> None:
+        ctrl = BrokerController(bcfg, store_config=scfg)
+        await ctrl.start()
+        runtime.write_pid_file(pid_file)
+        try:
+            click.echo(f"broker {bcfg.broker_name} listening on {ctrl.address}, store {scfg.store_path_root_dir}"
+                       f", name servers {bcfg.namesrv_addr or '(none)'} (Ctrl-C to stop)", err=True)
+            await stop.wait()
+        finally:
+            await ctrl.stop()
+            runtime.remove_pid_file(pid_file)
+
+    runtime.run_until_signalled(main)
+
+
+def _file_sets_namesrv(path: Path) -> bool:
+    from mq.config import load_yaml
+
+    return "namesrvAddr" in load_yaml(path)
+
+
+@broker.command("stop")
+@click.option("--pid-file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Pid file.  [default: ~/.mq/run/broker.pid]")
+@click.option("--timeout", type=float, default=30.0, show_default=True, help="Seconds to wait for exit.")
+def stop(pid_file: Path | None, timeout: float) -> None:
+    """Stop the broker started with --daemon (found through its pid file)."""
+    from mq.daemon import runtime
+
+    pid_file = pid_file or runtime.default_pid_file("broker")
+    pid = runtime.stop_by_pid_file(pid_file, kind="broker", timeout=timeout)
+    click.echo(f"broker stopped (pid {pid})")

@@ -1,0 +1,78 @@
+"""`mq consume`: a push consumer that prints messages as they arrive (until --count or Ctrl-C)."""
+
+from __future__ import annotations
+
+import click
+
+from mq.cli.common import json_option
+from mq.cli.pull import message_row, row_cells
+from mq.cli.send import client_config
+
+
+@click.command("consume")
+@click.option("-t", "--topic", required=True, help="Topic to subscribe to.")
+@click.option("-g", "--group", required=True, help="Consumer group.")
+@click.option("--expression", default="*", show_default=True, help="Tag expression, e.g. 'TagA || TagB'.")
+@click.option("--count", type=click.IntRange(min=1), default=None, help="Stop after this many messages.")
+@click.option("--broadcast", is_flag=True, help="BROADCASTING model (offsets kept locally) instead of CLUSTERING.")
+@click.option("--from", "from_", type=click.Choice(["last", "first"]), default="last", show_default=True,
+              help="Where a new group starts.")
+@click.option("--timeout", type=float, default=None, help="Stop after this many seconds.")
+@json_option
+@click.pass_obj
+def consume(obj, topic, group, expression, count, broadcast, from_, timeout, json_mode) -> None:
+    """Consume with a push consumer and print each message (id, tags, keys, queue, offset, store time, body)."""
+    import asyncio
+
+    import orjson
+
+    from mq.cli.console import Console
+    from mq.client.consumer import PushConsumer
+    from mq.client.hooks import ConsumeStatus
+    from mq.common.topic import validate_group, validate_topic
+    from mq.config import ConsumerConfig
+    from mq.remoting import run
+
+    validate_topic(topic)
+    validate_group(group)
+    console = Console(json_mode=json_mode)
+    seen = 0
+
+    async def main() -> int:
+        nonlocal seen
+        done = asyncio.Event()
+
+        def listener(msgs, ctx):
+            nonlocal seen
+            for m in msgs:
+                if count is not None and seen >= count:
+                    done.set()
+                    return ConsumeStatus.RECONSUME_LATER  # not ours to take: leave it for the group
+                seen += 1
+                r = message_row(m)
+                if json_mode:
+                    print(orjson.dumps(r).decode(), flush=True)
+                else:
+                    console.line("  ".join(str(c) for c in row_cells(r)))
+            if count is not None and seen >= count:
+                done.set()
+            return ConsumeStatus.CONSUME_SUCCESS
+
+        cfg = ConsumerConfig(group=group, message_model="BROADCASTING" if broadcast else "CLUSTERING",
+                             consume_from_where=from_.upper(), consume_thread_max=1)
+        consumer = PushConsumer(cfg, listener, client_config(obj))
+        consumer.subscribe(topic, expression)
+        await consumer.start()
+        if not json_mode:
+            console.note(f"consuming {topic} ({expression}) as {group} ({cfg.message_model}); Ctrl-C to stop")
+        try:
+            await asyncio.wait_for(done.wait(), timeout)
+        except (asyncio.TimeoutError, asyncio.CancelledError):
+            pass
+        finally:
+            await consumer.shutdown()
+        return seen
+
+    run(main())
+    if not json_mode:
+        console.note(f"{seen} message(s) consumed")

@@ -1,0 +1,328 @@
+"""`mq consumerProgress`, `consumerConnection`, `producerConnection`, `resetOffsetByTime`, `updateSubGroup`,
+`deleteSubGroup`; and the pure helpers they share with `mq/cli/query.py` (time parsing and formatting, table
+shaping)."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import re
+from typing import Any, Iterable
+
+import click
+
+from mq.cli.common import json_option, with_admin
+
+_MQADMIN_TIME = re.compile(r"^(\d{4})-(\d{2})-(\d{2})#(\d{2}):(\d{2}):(\d{2}):(\d{3})$")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# pure helpers
+# ---------------------------------------------------------------------------------------------------------
+def parse_time(text: str, *, now_ms: int | None = None) -> int:
+    """A point in time as epoch ms.
+
+    Accepts epoch milliseconds, an ISO datetime (``2024-05-01T10:00:00``, ``2024-05-01 10:00``, a ``Z`` or
+    ``+02:00`` suffix; no zone = local time), mqadmin's ``yyyy-MM-dd#HH:mm:ss:SSS``, and ``now`` or ``-1``:
+    -1 ("the latest offset", as mqadmin resetOffsetByTime), or ``now_ms`` when given. ValueError otherwise."""
+    t = text.strip()
+    if t.lower() in ("now", "-1"):
+        return -1 if now_ms is None else now_ms
+    if t.isdigit():
+        return int(t)
+    m = _MQADMIN_TIME.match(t)
+    if m:
+        y, mo, d, hh, mi, ss, ms = (int(x) for x in m.groups())
+        return int(_dt.datetime(y, mo, d, hh, mi, ss, ms * 1000).timestamp() * 1000)
+    try:
+        when = _dt.datetime.fromisoformat(t[:-1] + "+00:00" if t.endswith(("Z", "z")) else t)
+    except ValueError:
+        raise ValueError(f"cannot read {text!r} as a time: give epoch ms, an ISO datetime "
+                         "(2024-05-01T10:00:00), yyyy-MM-dd#HH:mm:ss:SSS, or 'now'") from None
+    return int(when.timestamp() * 1000)
+
+
+def format_ms(ms: int | None) -> str:
+    """Epoch ms as local ``YYYY-MM-DD HH:MM:SS.mmm``; 0/None/negative as ``-``."""
+    if not ms or ms < 0:
+        return "-"
+    return _dt.datetime.fromtimestamp(ms / 1000).strftime("%Y-%m-%d %H:%M:%S.") + f"{ms % 1000:03d}"
+
+
+def progress_rows(offset_table: dict) -> list[dict[str, Any]]:
+    """ConsumeStats.offsetTable -> rows sorted by (topic, broker, queue) with ``diff`` = broker - consumer."""
+    rows = []
+    for mq, ow in sorted(offset_table.items()):
+        rows.append({"topic": mq.topic, "brokerName": mq.broker_name, "queueId": mq.queue_id,
+                     "brokerOffset": ow.broker_offset, "consumerOffset": ow.consumer_offset,
+                     "diff": ow.broker_offset - ow.consumer_offset, "lastTimestamp": ow.last_timestamp})
+    return rows
+
+
+def progress_totals(rows: Iterable[dict[str, Any]]) -> dict[str, int]:
+    rows = list(rows)
+    return {"queues": len(rows), "brokerOffset": sum(r["brokerOffset"] for r in rows),
+            "consumerOffset": sum(r["consumerOffset"] for r in rows), "diff": sum(r["diff"] for r in rows),
+            "lastTimestamp": max((r["lastTimestamp"] for r in rows), default=0)}
+
+
+def _time_option(value: str, *, now_ms: int | None = None) -> int:
+    try:
+        return parse_time(value, now_ms=now_ms)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+# ---------------------------------------------------------------------------------------------------------
+# commands
+# ---------------------------------------------------------------------------------------------------------
+@click.command("consumerProgress")
+@click.option("-g", "--group", help="Consumer group (default: every group the brokers know).")
+@click.option("-t", "--topic", help="Only this topic (with -g).")
+@json_option
+@click.pass_obj
+def consumer_progress(obj, group: str | None, topic: str | None, json_mode: bool) -> None:
+    """Show consume progress: per queue broker offset, consumer offset, diff and last time, then totals."""
+    from mq.cli.console import Console
+    from mq.errors import ConsumerNotOnlineError
+
+    console = Console(json_mode=json_mode)
+    if group:
+        stats = with_admin(obj, lambda admin: admin.examine_consume_stats_all(group, topic))
+        rows = progress_rows(stats.offset_table)
+        totals = progress_totals(rows)
+        if json_mode:
+            console.json({"group": group, "consumeTps": stats.consume_tps, "queues": rows, "totals": totals})
+            return
+        if not rows:
+            console.note(f"group {group} has no consume progress on any broker")
+        console.table(f"Consume progress of {group}",
+                      ["Topic", "Broker", "QID", "Broker Offset", "Consumer Offset", "Diff", "Last Time"],
+                      [(r["topic"], r["brokerName"], r["queueId"], r["brokerOffset"], r["consumerOffset"],
+                        r["diff"], format_ms(r["lastTimestamp"])) for r in rows],
+                      justify={c: "right" for c in ("QID", "Broker Offset", "Consumer Offset", "Diff")})
+        console.line(f"Consume TPS: {stats.consume_tps:.2f}   Diff Total: {totals['diff']}")
+        return
+
+    async def every_group(admin) -> list[dict[str, Any]]:
+        from mq.common.topic import RETRY_GROUP_TOPIC_PREFIX
+
+        groups: set[str] = set()
+        for addr in (await admin.master_addrs()).values():
+            for key in await admin.get_all_consumer_offset(addr):
+                groups.add(key.rpartition("@")[2])
+        groups |= {t[len(RETRY_GROUP_TOPIC_PREFIX):] for t in await admin.topic_list()
+                   if t.startswith(RETRY_GROUP_TOPIC_PREFIX)}
+        out = []
+        for g in sorted(groups):
+            stats = await admin.examine_consume_stats_all(g)
+            totals = progress_totals(progress_rows(stats.offset_table))
+            try:
+                cc = await admin.examine_consumer_connection_all(g)
+                count, ctype, model = (len(cc.connection_set), cc.consume_type.name if cc.consume_type else "",
+                                       cc.message_model.name if cc.message_model else "")
+                version = ",".join(sorted({str(c.version) for c in cc.connection_set}))
+            except ConsumerNotOnlineError:
+                count, ctype, model, version = 0, "", "", ""
+            out.append({"group": g, "clients": count, "version": version, "consumeType": ctype,
+                        "messageModel": model, "consumeTps": stats.consume_tps, "diffTotal": totals["diff"],
+                        "queues": totals["queues"]})
+        return out
+
+    rows = with_admin(obj, every_group)
+    if json_mode:
+        console.json({"groups": rows})
+        return
+    if not rows:
+        console.note("no consumer group has offsets on any broker")
+        return
+    console.table(None, ["Group", "Clients", "Version", "Type", "Model", "TPS", "Diff Total"],
+                  [(r["group"], r["clients"], r["version"], r["consumeType"], r["messageModel"],
+                    f"{r['consumeTps']:.2f}", r["diffTotal"]) for r in rows],
+                  justify={"Clients": "right", "TPS": "right", "Diff Total": "right"})
+
+
+@click.command("consumerConnection")
+@click.option("-g", "--group", required=True, help="Consumer group.")
+@json_option
+@click.pass_obj
+def consumer_connection(obj, group: str, json_mode: bool) -> None:
+    """Show the online clients of a consumer group and its subscriptions."""
+    from mq.cli.console import Console
+
+    cc = with_admin(obj, lambda admin: admin.examine_consumer_connection_all(group))
+    console = Console(json_mode=json_mode)
+    if json_mode:
+        console.json(cc.to_json_value())
+        return
+    console.table(f"Clients of {group}", ["#", "Client ID", "Client Addr", "Language", "Version"],
+                  [(i + 1, c.client_id, c.client_addr, c.language.name, c.version)
+                   for i, c in enumerate(cc.connection_set)])
+    console.table("Subscriptions", ["Topic", "Expression", "Type", "Sub Version"],
+                  [(t, s.sub_string, s.expression_type, s.sub_version) for t, s in sorted(cc.subscription_table.items())])
+    console.line(f"ConsumeType: {cc.consume_type.name if cc.consume_type else '-'}   "
+                 f"MessageModel: {cc.message_model.name if cc.message_model else '-'}   "
+                 f"ConsumeFromWhere: {cc.consume_from_where.name if cc.consume_from_where else '-'}")
+
+
+@click.command("producerConnection")
+@click.option("-g", "--group", required=True, help="Producer group.")
+@click.option("-t", "--topic", required=True, help="A topic the group sends to (its brokers are asked).")
+@json_option
+@click.pass_obj
+def producer_connection(obj, group: str, topic: str, json_mode: bool) -> None:
+    """Show the online clients of a producer group."""
+    from mq.cli.console import Console
+    from mq.errors import BrokerError
+
+    async def fetch(admin) -> list:
+        seen: dict[str, Any] = {}
+        errors = []
+        for addr in (await admin.topic_master_addrs(topic)).values():
+            try:
+                pc = await admin.examine_producer_connection_info(addr, group)
+            except BrokerError as exc:
+                errors.append(exc)
+                continue
+            for c in pc.connection_set:
+                seen.setdefault(c.client_id, c)
+        if not seen:
+            raise errors[0] if errors else BrokerError(1, f"producer group {group!r}: no broker of {topic}")
+        return list(seen.values())
+
+    conns = with_admin(obj, fetch)
+    console = Console(json_mode=json_mode)
+    if json_mode:
+        console.json({"group": group, "connectionSet": [c.to_json_value() for c in conns]})
+        return
+    console.table(f"Producers of {group}", ["#", "Client ID", "Client Addr", "Language", "Version"],
+                  [(i + 1, c.client_id, c.client_addr, c.language.name, c.version) for i, c in enumerate(conns)])
+
+
+@click.command("resetOffsetByTime")
+@click.option("-g", "--group", required=True, help="Consumer group.")
+@click.option("-t", "--topic", required=True, help="Topic.")
+@click.option("-s", "--timestamp", "when", required=True,
+              help="Epoch ms, ISO datetime, yyyy-MM-dd#HH:mm:ss:SSS, or 'now'/-1 for the latest offset.")
+@click.option("-f", "--force/--no-force", default=True, show_default=True,
+              help="Set each queue to the time's offset even if that moves it forward (--no-force: only move back).")
+@json_option
+@click.pass_obj
+def reset_offset_by_time(obj, group: str, topic: str, when: str, force: bool, json_mode: bool) -> None:
+    """Reset a group's offsets on a topic to the first message stored at or after a time."""
+    from mq.cli.console import Console
+
+    ts = _time_option(when)
+
+    async def run(admin) -> dict:
+        from mq.errors import ConsumerNotOnlineError
+
+        table = {}
+        for addr in (await admin.topic_master_addrs(topic)).values():
+            try:
+                table.update(await admin.reset_offset_by_timestamp(addr, topic, group, ts, force))
+            except ConsumerNotOnlineError:  # a Java broker and an offline group: commit the offsets ourselves
+                table.update(await admin.reset_offset_by_time_old(addr, topic, group, ts, force))
+        return table
+
+    table = with_admin(obj, run)
+    rows = [{"topic": mq.topic, "brokerName": mq.broker_name, "queueId": mq.queue_id, "offset": off}
+            for mq, off in sorted(table.items())]
+    console = Console(json_mode=json_mode)
+    if json_mode:
+        console.json({"group": group, "topic": topic, "timestamp": ts, "offsets": rows})
+        return
+    console.table(f"Offsets of {group} on {topic} reset to {'latest' if ts == -1 else format_ms(ts)}",
+                  ["Broker", "QID", "New Offset"], [(r["brokerName"], r["queueId"], r["offset"]) for r in rows],
+                  justify={"QID": "right", "New Offset": "right"})
+
+
+def _target_addrs(admin, cluster: str | None, broker: str | None):
+    if broker:
+        async def one() -> dict[str, str]:
+            return {broker: broker}
+        return one()
+    return admin.master_addrs(cluster)
+
+
+def _require_target(cluster: str | None, broker: str | None) -> None:
+    if bool(cluster) == bool(broker):
+        raise click.UsageError("give exactly one of -c/--cluster and -b/--broker-addr")
+
+
+@click.command("updateSubGroup")
+@click.option("-g", "--group", required=True, help="Consumer group name.")
+@click.option("-c", "--cluster", help="Create on every master of this cluster.")
+@click.option("-b", "--broker-addr", "broker", help="Create on this broker (ip:port).")
+@click.option("-s", "--consume-enable", type=bool, default=True, show_default=True)
+@click.option("-m", "--consume-from-min-enable", type=bool, default=True, show_default=True)
+@click.option("-d", "--consume-broadcast-enable", type=bool, default=True, show_default=True)
+@click.option("-q", "--retry-queue-nums", type=click.IntRange(0), default=1, show_default=True)
+@click.option("-r", "--retry-max-times", type=click.IntRange(0), default=16, show_default=True)
+@click.option("-i", "--broker-id", type=click.IntRange(0), default=0, show_default=True,
+              help="Consume from this broker id.")
+@click.option("-w", "--which-broker-when-consume-slowly", type=click.IntRange(0), default=1, show_default=True)
+@click.option("-a", "--notify-consumer-ids-changed", type=bool, default=True, show_default=True)
+@json_option
+@click.pass_obj
+def update_sub_group(obj, group: str, cluster: str | None, broker: str | None, consume_enable: bool,
+                     consume_from_min_enable: bool, consume_broadcast_enable: bool, retry_queue_nums: int,
+                     retry_max_times: int, broker_id: int, which_broker_when_consume_slowly: int,
+                     notify_consumer_ids_changed: bool, json_mode: bool) -> None:
+    """Create or update a subscription group on brokers."""
+    from mq.cli.console import Console
+    from mq.common.topic import validate_group
+    from mq.protocol.bodies import SubscriptionGroupConfig
+
+    _require_target(cluster, broker)
+    validate_group(group)
+    cfg = SubscriptionGroupConfig(group, consume_enable, consume_from_min_enable, consume_broadcast_enable,
+                                  retry_queue_nums, retry_max_times, broker_id, which_broker_when_consume_slowly,
+                                  notify_consumer_ids_changed)
+
+    async def run(admin) -> list[str]:
+        addrs = list((await _target_addrs(admin, cluster, broker)).values())
+        for addr in addrs:
+            await admin.create_and_update_subscription_group_config(addr, cfg)
+        return addrs
+
+    addrs = with_admin(obj, run)
+    console = Console(json_mode=json_mode)
+    if json_mode:
+        console.json({"group": group, "brokers": addrs, "config": cfg.to_json_value()})
+        return
+    for addr in addrs:
+        console.line(f"subscription group {group} updated on {addr}")
+
+
+@click.command("deleteSubGroup")
+@click.option("-g", "--group", required=True, help="Consumer group name.")
+@click.option("-c", "--cluster", help="Delete on every master of this cluster.")
+@click.option("-b", "--broker-addr", "broker", help="Delete on this broker (ip:port).")
+@click.option("-r", "--remove-offset", is_flag=True, help="Also drop the group's committed offsets.")
+@json_option
+@click.pass_obj
+def delete_sub_group(obj, group: str, cluster: str | None, broker: str | None, remove_offset: bool,
+                     json_mode: bool) -> None:
+    """Delete a subscription group (and its %RETRY%/%DLQ% topics) from brokers."""
+    from mq.cli.console import Console
+    from mq.common.topic import dlq_topic, retry_topic
+
+    _require_target(cluster, broker)
+
+    async def run(admin) -> list[str]:
+        addrs = list((await _target_addrs(admin, cluster, broker)).values())
+        for addr in addrs:
+            await admin.delete_subscription_group(addr, group, remove_offset)
+            for t in (retry_topic(group), dlq_topic(group)):
+                await admin.delete_topic_in_broker(addr, t)
+        for t in (retry_topic(group), dlq_topic(group)):
+            await admin.delete_topic_in_all_namesrv(t, cluster)
+        return addrs
+
+    addrs = with_admin(obj, run)
+    console = Console(json_mode=json_mode)
+    if json_mode:
+        console.json({"group": group, "brokers": addrs, "removeOffset": remove_offset})
+        return
+    for addr in addrs:
+        console.line(f"subscription group {group} deleted on {addr}")

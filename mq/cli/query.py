@@ -1,0 +1,200 @@
+"""`mq queryMsgByKey`, `mq queryMsgById`, `mq queryMsgByOffset`; message ids and message display."""
+
+from __future__ import annotations
+
+import enum
+from typing import Any
+
+import click
+
+from mq.cli.common import json_option, with_admin
+
+BODY_PREVIEW_CHARS = 512
+
+
+class IdKind(enum.Enum):
+    OFFSET_MSG_ID = "offsetMsgId"
+    UNIQ_KEY = "uniqKey"
+
+
+def classify_msg_id(msg_id: str) -> tuple[IdKind, tuple[str, int] | None]:
+    """What a message id is: an offsetMsgId that decodes to a plausible (``ip:port``, offset), or a UNIQ_KEY.
+
+    Both are 32 hex characters for IPv4 (56 for IPv6). A UNIQ_KEY read as an offsetMsgId gives a "port" made of
+    the PID and random bytes, almost always above 65535, or a negative offset. ValueError if not an id at all."""
+    from mq.common.msg_id import decode_offset_msg_id
+
+    text = msg_id.strip()
+    if len(text) not in (32, 56) or any(c not in "0123456789abcdefABCDEF" for c in text):
+        raise ValueError(f"{msg_id!r} is not a message id: expected 32 (or 56) hexadecimal characters")
+    (ip, port), offset = decode_offset_msg_id(text)
+    if 0 < port <= 65535 and offset >= 0 and ip not in ("0.0.0.0", "::"):
+        host = f"[{ip}]" if ":" in ip else ip
+        return IdKind.OFFSET_MSG_ID, (f"{host}:{port}", offset)
+    return IdKind.UNIQ_KEY, None
+
+
+def body_preview(body: bytes, limit: int = BODY_PREVIEW_CHARS) -> str:
+    """UTF-8 text of the body (cut to ``limit`` chars), or a hex dump of its start when it is not text."""
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        head = body[: limit // 2].hex(" ")
+        return f"<{len(body)} bytes, not UTF-8> {head}" + (" ..." if len(body) > limit // 2 else "")
+    if text and sum(ch.isprintable() or ch in "\r\n\t" for ch in text[:limit]) < 0.9 * len(text[:limit]):
+        return f"<{len(body)} bytes, binary> {body[: limit // 2].hex(' ')}"
+    return text if len(text) <= limit else text[:limit] + f" ... ({len(text)} chars)"
+
+
+def message_dict(m: Any) -> dict[str, Any]:
+    """Every field of a MessageExt, plain values (for JSON and for the detail view)."""
+    from mq.common import properties as P
+
+    return {
+        "topic": m.topic, "brokerName": m.broker_name, "queueId": m.queue_id, "queueOffset": m.queue_offset,
+        "commitLogOffset": m.commit_log_offset, "offsetMsgId": m.msg_id,
+        "uniqKey": m.properties.get(P.UNIQ_CLIENT_MESSAGE_ID_KEYIDX), "tags": m.properties.get(P.TAGS),
+        "keys": m.properties.get(P.KEYS), "storeSize": m.store_size, "sysFlag": m.sys_flag, "flag": m.flag,
+        "bodyCrc": m.body_crc, "reconsumeTimes": m.reconsume_times,
+        "preparedTransactionOffset": m.prepared_transaction_offset, "bornTimestamp": m.born_timestamp,
+        "bornHost": f"{m.born_host[0]}:{m.born_host[1]}", "storeTimestamp": m.store_timestamp,
+        "storeHost": f"{m.store_host[0]}:{m.store_host[1]}", "properties": dict(m.properties),
+        "bodyLength": len(m.body), "body": body_preview(m.body),
+    }
+
+
+def _print_message(console: Any, d: dict[str, Any]) -> None:
+    from mq.cli.consumer_admin import format_ms
+
+    rows = [("Topic", d["topic"]), ("Broker", d["brokerName"] or "-"), ("Queue ID", d["queueId"]),
+            ("Queue Offset", d["queueOffset"]), ("CommitLog Offset", d["commitLogOffset"]),
+            ("OffsetMsgId", d["offsetMsgId"]), ("UNIQ_KEY", d["uniqKey"] or "-"), ("Tags", d["tags"] or "-"),
+            ("Keys", d["keys"] or "-"), ("Store Size", d["storeSize"]), ("SysFlag", d["sysFlag"]),
+            ("Flag", d["flag"]), ("Body CRC", d["bodyCrc"]), ("Reconsume Times", d["reconsumeTimes"]),
+            ("Prepared Tx Offset", d["preparedTransactionOffset"]),
+            ("Born Timestamp", f"{format_ms(d['bornTimestamp'])} ({d['bornTimestamp']})"),
+            ("Born Host", d["bornHost"]),
+            ("Store Timestamp", f"{format_ms(d['storeTimestamp'])} ({d['storeTimestamp']})"),
+            ("Store Host", d["storeHost"])]
+    rows += [(f"Property {k}", v) for k, v in sorted(d["properties"].items())]
+    rows.append((f"Body ({d['bodyLength']} bytes)", d["body"]))
+    console.table(None, ["Field", "Value"], rows)
+
+
+@click.command("queryMsgByKey")
+@click.option("-t", "--topic", required=True, help="Topic.")
+@click.option("-k", "--key", required=True, help="Message key (one of the KEYS).")
+@click.option("--begin", "begin", default="0", show_default=True, help="Stored at or after (epoch ms, ISO, 'now').")
+@click.option("--end", "end", default="now", show_default=True, help="Stored at or before.")
+@click.option("--max", "max_num", type=click.IntRange(1, 64 * 1024), default=64, show_default=True,
+              help="Most messages to show (newest first).")
+@json_option
+@click.pass_obj
+def query_msg_by_key(obj, topic: str, key: str, begin: str, end: str, max_num: int, json_mode: bool) -> None:
+    """Find messages by key on every broker of the topic, newest first."""
+    import time
+
+    from mq.cli.console import Console
+    from mq.cli.consumer_admin import _time_option, format_ms
+
+    now = int(time.time() * 1000)
+    begin_ms, end_ms = _time_option(begin, now_ms=now), _time_option(end, now_ms=now)
+    msgs = with_admin(obj, lambda admin: admin.query_message_by_key(topic, key, max_num, begin_ms, end_ms))
+    console = Console(json_mode=json_mode)
+    if json_mode:
+        console.json({"topic": topic, "key": key, "messages": [message_dict(m) for m in msgs]})
+        return
+    if not msgs:
+        console.note(f"no message with key {key!r} in topic {topic}")
+        return
+    console.table(f"Messages of {topic} with key {key}",
+                  ["OffsetMsgId", "UNIQ_KEY", "Broker", "QID", "Queue Offset", "Tags", "Store Time", "Size"],
+                  [(m.msg_id, m.properties.get("UNIQ_KEY", ""), m.broker_name, m.queue_id, m.queue_offset,
+                    m.properties.get("TAGS", ""), format_ms(m.store_timestamp), m.store_size) for m in msgs])
+
+
+@click.command("queryMsgById")
+@click.option("-i", "--msg-id", required=True, help="offsetMsgId, or a UNIQ_KEY (client msgId; needs -t).")
+@click.option("-t", "--topic", help="Topic (needed for a UNIQ_KEY).")
+@json_option
+@click.pass_obj
+def query_msg_by_id(obj, msg_id: str, topic: str | None, json_mode: bool) -> None:
+    """Show one message, by offsetMsgId or by UNIQ_KEY: every field, its properties and a body preview."""
+    from mq.cli.console import Console
+    from mq.errors import BrokerError, MQError, QueryNotFoundError, RemotingError
+
+    try:
+        kind, where = classify_msg_id(msg_id)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="-i/--msg-id") from None
+    msg_id = msg_id.strip()
+    if kind is IdKind.UNIQ_KEY and not topic:
+        raise click.UsageError(f"{msg_id} does not decode to a broker address, so it is a UNIQ_KEY (the "
+                               "client's msgId): give its topic with -t")
+
+    async def run(admin) -> tuple[str, list]:
+        failure: MQError | None = None
+        if kind is IdKind.OFFSET_MSG_ID:
+            try:
+                m = await admin.view_message_by_offset_msg_id(msg_id)
+                if topic is None or m.topic == topic:
+                    return IdKind.OFFSET_MSG_ID.value, [m]
+            except (RemotingError, BrokerError) as exc:
+                failure = exc
+            if not topic:
+                assert failure is not None
+                raise failure
+        msgs = await admin.query_message_by_key(topic, msg_id, 32, unique=True)
+        if not msgs:
+            if failure is not None:
+                raise failure
+            raise QueryNotFoundError(22, f"no message with id {msg_id} in topic {topic}")
+        return IdKind.UNIQ_KEY.value, msgs
+
+    found_as, msgs = with_admin(obj, run)
+    console = Console(json_mode=json_mode)
+    if json_mode:
+        console.json({"msgId": msg_id, "foundAs": found_as, "messages": [message_dict(m) for m in msgs]})
+        return
+    for m in msgs:
+        _print_message(console, message_dict(m))
+
+
+@click.command("queryMsgByOffset")
+@click.option("-t", "--topic", required=True, help="Topic.")
+@click.option("-b", "--broker", required=True, help="Broker name (or its ip:port).")
+@click.option("-q", "--queue", "queue_id", type=click.IntRange(0), required=True, help="Queue id.")
+@click.option("-o", "--offset", type=click.IntRange(0), required=True, help="Queue offset.")
+@json_option
+@click.pass_obj
+def query_msg_by_offset(obj, topic: str, broker: str, queue_id: int, offset: int, json_mode: bool) -> None:
+    """Show the message at one queue offset (a single pull, no waiting)."""
+    from mq.cli.console import Console
+    from mq.errors import BrokerError
+    from mq.protocol.codes import ResponseCode
+
+    async def run(admin):
+        if ":" in broker:
+            name, addr = "", broker
+        else:
+            addrs = await admin.topic_master_addrs(topic)
+            if broker not in addrs:
+                raise BrokerError(ResponseCode.TOPIC_NOT_EXIST, f"broker {broker!r} is not in the route of {topic} "
+                                  f"(brokers: {', '.join(addrs) or 'none'})")
+            name, addr = broker, addrs[broker]
+        code, msgs, nxt, lo, hi = await admin.pull_message_at(addr, topic, queue_id, offset)
+        msgs = [m for m in msgs if m.queue_offset == offset]
+        if not msgs:
+            why = {ResponseCode.PULL_OFFSET_MOVED: "is outside the queue",
+                   ResponseCode.PULL_NOT_FOUND: "has no message yet"}.get(code, "has no message")
+            raise BrokerError(code, f"offset {offset} of {topic} queue {queue_id} on {addr} {why} "
+                              f"(min {lo}, max {hi})", addr)
+        msgs[0].broker_name = name
+        return msgs[0]
+
+    m = with_admin(obj, run)
+    console = Console(json_mode=json_mode)
+    if json_mode:
+        console.json(message_dict(m))
+        return
+    _print_message(console, message_dict(m))

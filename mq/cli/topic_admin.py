@@ -1,0 +1,136 @@
+"""`mq topicStatus`, `mq updateTopic`, `mq deleteTopic`."""
+
+from __future__ import annotations
+
+import click
+
+from mq.cli.common import json_option, with_admin
+
+
+def order_conf(brokers: dict[str, str], write_queue_nums: int) -> str:
+    """ORDER_TOPIC_CONFIG value mqadmin writes: ``brokerName:writeQueueNums`` joined by ``;``."""
+    return ";".join(f"{name}:{write_queue_nums}" for name in sorted(brokers))
+
+
+@click.command("topicStatus")
+@click.option("-t", "--topic", required=True, help="Topic name.")
+@json_option
+@click.pass_obj
+def topic_status(obj, topic: str, json_mode: bool) -> None:
+    """Show each queue of a topic: broker, queue id, min/max offset, last update time."""
+    from mq.cli.console import Console
+    from mq.cli.consumer_admin import format_ms
+
+    stats = with_admin(obj, lambda admin: admin.examine_topic_stats_all(topic))
+    rows = [{"brokerName": mq.broker_name, "queueId": mq.queue_id, "minOffset": o.min_offset,
+             "maxOffset": o.max_offset, "lastUpdateTimestamp": o.last_update_timestamp}
+            for mq, o in sorted(stats.offset_table.items())]
+    console = Console(json_mode=json_mode)
+    if json_mode:
+        console.json({"topic": topic, "queues": rows})
+        return
+    console.table(f"Status of {topic}", ["Broker", "QID", "Min Offset", "Max Offset", "Last Updated"],
+                  [(r["brokerName"], r["queueId"], r["minOffset"], r["maxOffset"],
+                    format_ms(r["lastUpdateTimestamp"])) for r in rows],
+                  justify={"QID": "right", "Min Offset": "right", "Max Offset": "right"})
+    console.line(f"{len(rows)} queue(s), {sum(r['maxOffset'] - r['minOffset'] for r in rows)} message(s) stored")
+
+
+@click.command("updateTopic")
+@click.option("-t", "--topic", required=True, help="Topic name.")
+@click.option("-c", "--cluster", help="Create on every master of this cluster.")
+@click.option("-b", "--broker-addr", "broker", help="Create on this broker (ip:port).")
+@click.option("-r", "--read-queue-nums", type=click.IntRange(0, 1024), default=8, show_default=True)
+@click.option("-w", "--write-queue-nums", type=click.IntRange(0, 1024), default=8, show_default=True)
+@click.option("-p", "--perm", type=click.IntRange(0, 7), default=6, show_default=True,
+              help="2 = write, 4 = read, 6 = read+write.")
+@click.option("-o", "--order", is_flag=True, help="Ordered topic: also set ORDER_TOPIC_CONFIG on the name server.")
+@click.option("-u", "--unit", is_flag=True, hidden=True, help="Unit topic (topicSysFlag).")
+@click.option("--filter-type", type=click.Choice(["SINGLE_TAG", "MULTI_TAG"]), default="SINGLE_TAG",
+              show_default=True)
+@json_option
+@click.pass_obj
+def update_topic(obj, topic: str, cluster: str | None, broker: str | None, read_queue_nums: int,
+                 write_queue_nums: int, perm: int, order: bool, unit: bool, filter_type: str, json_mode: bool) -> None:
+    """Create or update a topic on one broker or on every master of a cluster."""
+    from mq.cli.console import Console
+    from mq.common.topic import validate_topic
+    from mq.protocol.bodies import TopicConfig
+
+    if bool(cluster) == bool(broker):
+        raise click.UsageError("give exactly one of -c/--cluster and -b/--broker-addr")
+    validate_topic(topic)
+    tc = TopicConfig(topic_name=topic, read_queue_nums=read_queue_nums, write_queue_nums=write_queue_nums,
+                     perm=perm, topic_filter_type=filter_type, topic_sys_flag=1 if unit else 0, order=order)
+
+    async def run(admin) -> dict:
+        if cluster:
+            targets = await admin.master_addrs(cluster)
+            if not targets:
+                from mq.errors import BrokerError
+
+                raise BrokerError(1, f"cluster {cluster!r} has no master broker")
+        else:
+            targets = {}
+            info = await admin.cluster_info()
+            for name, bd in info.broker_addr_table.items():
+                if broker in bd.broker_addrs.values():
+                    targets[name] = broker
+            if not targets:
+                targets = {broker: broker}
+        for addr in targets.values():
+            await admin.create_and_update_topic_config(addr, tc)
+        conf = None
+        if order:
+            conf = await admin.create_or_update_order_conf(topic, order_conf(targets, write_queue_nums),
+                                                           is_cluster=bool(cluster))
+        return {"brokers": targets, "orderConf": conf}
+
+    out = with_admin(obj, run)
+    console = Console(json_mode=json_mode)
+    if json_mode:
+        console.json({"topic": topic, "config": tc.to_json_value(), **out})
+        return
+    for name, addr in sorted(out["brokers"].items()):
+        console.line(f"create topic {topic} to {addr} ({name}) success: r={read_queue_nums} w={write_queue_nums} "
+                     f"perm={perm}")
+    if out["orderConf"]:
+        console.line(f"set ORDER_TOPIC_CONFIG {topic} = {out['orderConf']}")
+
+
+@click.command("deleteTopic")
+@click.option("-t", "--topic", required=True, help="Topic name.")
+@click.option("-c", "--cluster", required=True, help="Delete from every master of this cluster.")
+@json_option
+@click.pass_obj
+def delete_topic(obj, topic: str, cluster: str, json_mode: bool) -> None:
+    """Delete a topic from the masters of a cluster and from every name server."""
+    from mq.cli.console import Console
+
+    async def run(admin) -> dict:
+        targets = await admin.master_addrs(cluster)
+        for addr in targets.values():
+            await admin.delete_topic_in_broker(addr, topic)
+        failures = await admin.delete_topic_in_all_namesrv(topic, cluster)
+        if len(failures) == len(admin.namesrv_addrs):
+            from mq.errors import ConnectError
+
+            raise ConnectError("topic deleted on the brokers but on no name server: " + "; ".join(failures))
+        from mq.errors import MQError
+
+        try:
+            await admin.delete_kv("ORDER_TOPIC_CONFIG", topic)
+        except MQError:  # the kv entry is optional; its absence is not a failure
+            pass
+        return {"brokers": targets, "namesrvFailures": failures}
+
+    out = with_admin(obj, run)
+    console = Console(json_mode=json_mode)
+    if json_mode:
+        console.json({"topic": topic, "cluster": cluster, **out})
+        return
+    for name, addr in sorted(out["brokers"].items()):
+        console.line(f"delete topic {topic} from {addr} ({name}) success")
+    for failure in out["namesrvFailures"]:
+        console.warn(f"name server: {failure}")
+    console.line(f"delete topic {topic} from the name server(s) success")

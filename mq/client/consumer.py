@@ -1,0 +1,457 @@
+"""The push consumer (RocketMQ ``DefaultMQPushConsumer`` with a concurrent listener).
+
+- ``subscribe(topic, expression)``; in CLUSTERING mode ``%RETRY%<group>`` is subscribed too.
+- Rebalance (at start, every 20 s, on NOTIFY_CONSUMER_IDS_CHANGED): the topic's readable queues are split over
+  the group's client ids with the allocation strategy (``allocate_averagely``); BROADCASTING takes every queue.
+  A queue that is taken away is dropped (its in-flight results no longer move the offset) and its offset persisted.
+- One long-polling pull loop per owned queue: PULL_MESSAGE with SUSPEND (15 s) + SUBSCRIPTION (+ COMMIT_OFFSET
+  when an offset is known), under flow control: no pull while the queue's cache holds more than
+  ``pull_threshold_for_queue`` messages, ``pull_threshold_size_for_queue`` bytes, or spans more than
+  ``consume_concurrently_max_span`` offsets (retried after 50 ms).
+- ``consume_thread_max`` workers run the listener: ``listener(msgs, context) -> ConsumeStatus`` (plain or
+  ``async def``; a plain one runs on the loop and must not block). RECONSUME_LATER or an exception sends each
+  message back (CONSUMER_SEND_MSG_BACK, delay level 0 = broker decides); if that fails the message is re-sent to
+  ``%RETRY%<group>`` by the client's inner producer, and if that fails too it stays in the cache (the offset
+  cannot pass it) and is consumed again locally after ``local_retry_delay``. Never lost.
+- Offsets: the lowest offset still cached (or max+1) is recorded after each batch, persisted every 5 s and at
+  shutdown (broker for CLUSTERING, local file for BROADCASTING).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import logging
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Awaitable, Callable, Sequence, Union
+
+from mq.client.hooks import ConsumeContext, ConsumeHook, ConsumeStatus, run_hooks
+from mq.client.instance import MQClientInstance
+from mq.client.offset_store import LocalFileOffsetStore, ReadOffsetType, RemoteBrokerOffsetStore
+from mq.client.process_queue import ProcessQueue
+from mq.client.pull_api import FLAG_COMMIT_OFFSET, FLAG_SUBSCRIPTION, PullAPI, PullStatus
+from mq.client.rebalance import Strategy, allocate_averagely
+from mq.common import properties as P
+from mq.common.message import Message, MessageExt, MessageQueue
+from mq.common.tags import SubscriptionData, parse_subscription
+from mq.common.topic import is_retry_topic, retry_topic, validate_group, validate_topic
+from mq.config import ClientConfig, ConsumerConfig
+from mq.errors import ConfigError, MQError
+from mq.protocol import bodies
+from mq.protocol import headers as h
+from mq.protocol.codes import RequestCode
+from mq.protocol.command import RemotingCommand
+
+log = logging.getLogger(__name__)
+
+Listener = Callable[[list[MessageExt], "ConsumeContextInfo"], Union[ConsumeStatus, Awaitable[ConsumeStatus]]]
+_FROM_WHERE = {"LAST": bodies.ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET,
+               "FIRST": bodies.ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+               "TIMESTAMP": bodies.ConsumeFromWhere.CONSUME_FROM_TIMESTAMP}
+
+
+@dataclass(slots=True)
+class ConsumeContextInfo:
+    """What the listener gets besides the messages (Java ``ConsumeConcurrentlyContext``)."""
+
+    queue: MessageQueue
+    delay_level_when_next_consume: int = 0
+
+
+@dataclass(slots=True)
+class _Task:
+    mq: MessageQueue
+    pq: ProcessQueue
+    msgs: list[MessageExt]
+
+
+@dataclass(slots=True)
+class ConsumerCounters:
+    consumed_ok: int = 0
+    consumed_failed: int = 0
+    sent_back: int = 0
+    resent_by_producer: int = 0
+    local_retries: int = 0
+    flow_control_waits: int = 0
+    pulls: int = 0
+    extra: dict[str, int] = field(default_factory=dict)
+
+
+class PushConsumer:
+    def __init__(self, config: ConsumerConfig, listener: Listener, client_config: ClientConfig | None = None, *,
+                 instance: MQClientInstance | None = None, hooks: Sequence[ConsumeHook] = (),
+                 allocate: Strategy = allocate_averagely) -> None:
+        self.config = config
+        self.group = validate_group(config.group)
+        if config.message_model not in ("CLUSTERING", "BROADCASTING"):
+            raise ConfigError(f"messageModel must be CLUSTERING or BROADCASTING, got {config.message_model!r}")
+        if config.consume_from_where not in _FROM_WHERE:
+            raise ConfigError(f"consumeFromWhere must be LAST, FIRST or TIMESTAMP, got {config.consume_from_where!r}")
+        self.clustering = config.message_model == "CLUSTERING"
+        self.listener = listener
+        self._async_listener = inspect.iscoroutinefunction(listener)
+        self.client_config = client_config or ClientConfig()
+        self.instance = instance
+        self._own_instance = instance is None
+        self.hooks: list[ConsumeHook] = list(hooks)
+        self.allocate = allocate
+        self.subscriptions: dict[str, SubscriptionData] = {}
+        self.sub_version = int(time.time() * 1000)
+        self.process_queues: dict[MessageQueue, ProcessQueue] = {}
+        self._pull_tasks: dict[MessageQueue, asyncio.Task] = {}
+        self._workers: list[asyncio.Task] = []
+        self._queue: asyncio.Queue[_Task] = asyncio.Queue()
+        self._later: set[asyncio.TimerHandle] = set()
+        self._rebalance_lock = asyncio.Lock()
+        self.counters = ConsumerCounters()
+        self.api: PullAPI | None = None
+        self.offset_store: RemoteBrokerOffsetStore | LocalFileOffsetStore | None = None
+        self._started = False
+        self._start_ms = 0
+
+    # -- configuration ----------------------------------------------------------------------------------
+    def subscribe(self, topic: str, expression: str | None = "*") -> None:
+        validate_topic(topic)
+        self.subscriptions[topic] = parse_subscription(topic, expression)
+
+    def register_hook(self, hook: ConsumeHook) -> None:
+        self.hooks.append(hook)
+
+    # -- lifecycle --------------------------------------------------------------------------------------
+    async def start(self) -> "PushConsumer":
+        if self._started:
+            return self
+        if not self.subscriptions:
+            raise ConfigError("subscribe to at least one topic before start()")
+        if self.clustering:
+            self.subscriptions.setdefault(retry_topic(self.group), parse_subscription(retry_topic(self.group), "*"))
+        if self.instance is None:
+            self.instance = await MQClientInstance.acquire(self.client_config)
+        else:
+            await self.instance.start()
+        self.api = PullAPI(self.instance)
+        if self.clustering:
+            self.offset_store = RemoteBrokerOffsetStore(self.api, self.group)
+        else:
+            self.offset_store = LocalFileOffsetStore(self.client_config.local_offset_store_dir,
+                                                     self.instance.client_id, self.group)
+        self.offset_store.load()
+        for topic in self.subscriptions:
+            try:
+                await self.instance.update_route(topic, force=False)
+            except MQError as exc:
+                if not is_retry_topic(topic):
+                    raise
+                log.debug("no route yet for %s: %s", topic, exc)
+        self.instance.register_consumer(self)
+        self._start_ms = int(time.time() * 1000)
+        loop = asyncio.get_running_loop()
+        self._workers = [loop.create_task(self._worker()) for _ in range(max(1, self.config.consume_thread_max))]
+        self._started = True
+        await self.instance.heartbeat_all()
+        await self.rebalance()
+        return self
+
+    async def shutdown(self, *, grace: float = 5.0) -> None:
+        if not self._started:
+            return
+        self._started = False
+        assert self.instance is not None and self.offset_store is not None
+        for t in self._pull_tasks.values():
+            t.cancel()
+        for h_ in self._later:
+            h_.cancel()
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(self._queue.join(), grace)
+        for t in self._workers:
+            t.cancel()
+        for t in [*self._pull_tasks.values(), *self._workers]:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await t
+        self._pull_tasks.clear()
+        await self.offset_store.persist_all(list(self.process_queues))
+        for pq in self.process_queues.values():
+            pq.dropped = True
+        await self.instance.unregister(consumer_group=self.group)
+        if self._own_instance:
+            await self.instance.release()
+
+    async def __aenter__(self) -> "PushConsumer":
+        return await self.start()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.shutdown()
+
+    # -- what the instance asks -------------------------------------------------------------------------
+    def topics(self) -> set[str]:
+        return set(self.subscriptions)
+
+    def consumer_data(self) -> bodies.ConsumerData:
+        subs = [bodies.SubscriptionData(topic=s.topic, sub_string=s.sub_string, tags_set=set(s.tags_set),
+                                        code_set=set(s.code_set), sub_version=self.sub_version,
+                                        expression_type=s.expression_type)
+                for _, s in sorted(self.subscriptions.items())]
+        return bodies.ConsumerData(
+            group_name=self.group, consume_type=bodies.ConsumeType.CONSUME_PASSIVELY,
+            message_model=bodies.MessageModel[self.config.message_model],
+            consume_from_where=_FROM_WHERE[self.config.consume_from_where], subscription_data_set=subs)
+
+    async def persist_offsets(self) -> None:
+        if self.offset_store is not None and self._started:
+            await self.offset_store.persist_all([mq for mq, pq in self.process_queues.items() if not pq.dropped])
+
+    def running_info(self) -> dict[str, Any]:
+        props = {"PROP_CONSUME_TYPE": "CONSUME_PASSIVELY", "PROP_THREADPOOL_CORE_SIZE": str(self.config.consume_thread_max),
+                 "PROP_CONSUMER_START_TIMESTAMP": str(self._start_ms), "messageModel": self.config.message_model,
+                 "consumeFromWhere": _FROM_WHERE[self.config.consume_from_where].name,
+                 "pullBatchSize": str(self.config.pull_batch_size),
+                 "pullThresholdForQueue": str(self.config.pull_threshold_for_queue)}
+        mq_table = {}
+        for mq, pq in self.process_queues.items():
+            info = pq.info()
+            info["commitOffset"] = self.offset_store.memory(mq) if self.offset_store else -1
+            mq_table[mq] = info
+        return {"properties": props, "subscriptionSet": [s.to_json_value() for s in self.consumer_data()
+                                                           .subscription_data_set],
+                "mqTable": mq_table, "statusTable": {}}
+
+    async def consume_directly(self, msg: MessageExt, broker_name: str | None) -> dict[str, Any]:
+        mq = MessageQueue(msg.topic, broker_name or "", msg.queue_id)
+        started = time.monotonic()
+        try:
+            status = await self._call_listener([msg], ConsumeContextInfo(mq))
+            result = "CR_SUCCESS" if status is ConsumeStatus.CONSUME_SUCCESS else "CR_LATER"
+            remark = None
+        except Exception as exc:
+            result, remark = "CR_THROW_EXCEPTION", f"{type(exc).__name__}: {exc}"
+        return bodies.ConsumeMessageDirectlyResult(
+            order=False, auto_commit=True, consume_result=result, remark=remark,
+            spent_time_mills=int((time.monotonic() - started) * 1000)).to_json_value()
+
+    # -- rebalance --------------------------------------------------------------------------------------
+    async def rebalance(self) -> None:
+        if not self._started:
+            return
+        async with self._rebalance_lock:
+            assert self.instance is not None
+            for topic, sub in list(self.subscriptions.items()):
+                try:
+                    mq_all = await self.instance.subscribe_queues(topic)
+                except MQError as exc:
+                    log.debug("%s: no queues for %s yet: %s", self.group, topic, exc)
+                    continue
+                if self.clustering:
+                    cids = await self.instance.find_consumer_ids(topic, self.group)
+                    if not cids:
+                        log.warning("%s: no consumer ids for %s yet", self.group, topic)
+                        continue
+                    mine = self.allocate(self.group, self.instance.client_id, mq_all, cids)
+                else:
+                    mine = list(mq_all)
+                await self._update_queues(topic, set(mine))
+
+    async def _update_queues(self, topic: str, mine: set[MessageQueue]) -> None:
+        assert self.offset_store is not None
+        for mq in [m for m in self.process_queues if m.topic == topic and m not in mine]:
+            pq = self.process_queues.pop(mq)
+            pq.dropped = True
+            task = self._pull_tasks.pop(mq, None)
+            if task is not None:
+                task.cancel()
+            if self.clustering:
+                with contextlib.suppress(MQError):
+                    await self.offset_store.persist(mq)
+                self.offset_store.remove(mq)
+            log.info("%s: dropped %s", self.group, mq)
+        for mq in sorted(mine - set(self.process_queues)):
+            try:
+                offset = await self._compute_pull_from_where(mq)
+            except MQError as exc:
+                log.warning("%s: cannot find where to start %s: %s", self.group, mq, exc)
+                continue
+            pq = ProcessQueue()
+            self.process_queues[mq] = pq
+            self._pull_tasks[mq] = asyncio.get_running_loop().create_task(self._pull_loop(mq, pq, offset))
+            log.info("%s: pulling %s from offset %d", self.group, mq, offset)
+
+    async def _compute_pull_from_where(self, mq: MessageQueue) -> int:
+        assert self.offset_store is not None and self.api is not None
+        last = await self.offset_store.read(mq, ReadOffsetType.READ_FROM_STORE)
+        if last >= 0:
+            return last
+        where = self.config.consume_from_where
+        if where == "FIRST":
+            return 0
+        if is_retry_topic(mq.topic):
+            return 0 if where == "LAST" else await self.api.max_offset(mq)
+        if where == "LAST":
+            return await self.api.max_offset(mq)
+        ts = self.config.consume_timestamp
+        when = (datetime.strptime(ts, "%Y%m%d%H%M%S").timestamp() if ts else time.time() - 1800) * 1000
+        return await self.api.search_offset(mq, int(when))
+
+    # -- pulling ----------------------------------------------------------------------------------------
+    def _flow_controlled(self, pq: ProcessQueue) -> bool:
+        c = self.config
+        return (pq.msg_count > c.pull_threshold_for_queue or pq.msg_size > c.pull_threshold_size_for_queue
+                or pq.max_span() > c.consume_concurrently_max_span)
+
+    async def _pull_loop(self, mq: MessageQueue, pq: ProcessQueue, offset: int) -> None:
+        assert self.api is not None and self.offset_store is not None
+        cfg, sub = self.config, self.subscriptions[mq.topic]
+        while not pq.dropped:
+            if self._flow_controlled(pq):
+                self.counters.flow_control_waits += 1
+                await asyncio.sleep(cfg.flow_control_delay)
+                continue
+            commit = self.offset_store.memory(mq) if self.clustering else -1
+            flag = (FLAG_SUBSCRIPTION if cfg.post_subscription_when_pull else 0) | (
+                FLAG_COMMIT_OFFSET if commit > 0 else 0)
+            try:
+                self.counters.pulls += 1
+                res = await self.api.pull(self.group, mq, offset, cfg.pull_batch_size, sub, sys_flag=flag,
+                                          commit_offset=max(commit, 0), suspend=cfg.broker_suspend_max_time,
+                                          timeout=cfg.consumer_timeout_when_suspend, sub_version=self.sub_version)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.debug("%s: pull of %s failed: %s", self.group, mq, exc)
+                await asyncio.sleep(self.client_config.pull_time_delay_when_exception)
+                continue
+            if pq.dropped:
+                return
+            if res.status is PullStatus.FOUND:
+                offset = res.next_begin_offset
+                pq.put(res.messages)
+                bs = max(1, cfg.consume_message_batch_max_size)
+                for i in range(0, len(res.messages), bs):
+                    self._queue.put_nowait(_Task(mq, pq, res.messages[i:i + bs]))
+            elif res.status is PullStatus.OFFSET_ILLEGAL:
+                log.warning("%s: offset %d of %s is illegal, moving to %d", self.group, offset, mq,
+                            res.next_begin_offset)
+                offset = res.next_begin_offset
+                self.offset_store.update(mq, offset)
+                with contextlib.suppress(MQError):
+                    await self.offset_store.persist(mq)
+            else:
+                offset = res.next_begin_offset
+                if pq.msg_count == 0:  # correctTagsOffset
+                    self.offset_store.update(mq, offset, increase_only=True)
+            if cfg.pull_interval > 0:
+                await asyncio.sleep(cfg.pull_interval)
+
+    # -- consuming --------------------------------------------------------------------------------------
+    async def _call_listener(self, msgs: list[MessageExt], ctx: ConsumeContextInfo) -> ConsumeStatus:
+        rv = self.listener(msgs, ctx)
+        if inspect.isawaitable(rv):
+            rv = await rv
+        if rv is None:
+            raise MQError("the listener returned None (return ConsumeStatus.CONSUME_SUCCESS or RECONSUME_LATER)")
+        return ConsumeStatus(rv) if not isinstance(rv, ConsumeStatus) else rv
+
+    async def _worker(self) -> None:
+        while True:
+            task = await self._queue.get()
+            try:
+                await self._consume(task)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("%s: consuming from %s failed", self.group, task.mq)
+            finally:
+                self._queue.task_done()
+
+    async def _consume(self, task: _Task) -> None:
+        if task.pq.dropped:
+            return
+        group_retry = retry_topic(self.group)
+        for m in task.msgs:
+            real = m.properties.get(P.RETRY_TOPIC)
+            if real and m.topic == group_retry:
+                m.topic = real
+            m.properties[P.CONSUME_START_TIMESTAMP] = str(int(time.time() * 1000))
+        ctx = ConsumeContextInfo(task.mq)
+        hook_ctx: ConsumeContext | None = None
+        if self.hooks:
+            hook_ctx = ConsumeContext(self.group, task.msgs, task.mq)
+            run_hooks(self.hooks, "consume_before", hook_ctx)
+        try:
+            status = await self._call_listener(task.msgs, ctx)
+        except Exception as exc:
+            log.warning("%s: listener raised on %s: %s", self.group, task.mq, exc)
+            status = ConsumeStatus.RECONSUME_LATER
+        if hook_ctx is not None:
+            hook_ctx.success = status is ConsumeStatus.CONSUME_SUCCESS
+            hook_ctx.status = status.value
+            run_hooks(self.hooks, "consume_after", hook_ctx)
+        if task.pq.dropped:
+            return
+        failed: list[MessageExt] = []
+        if status is ConsumeStatus.CONSUME_SUCCESS:
+            self.counters.consumed_ok += len(task.msgs)
+        else:
+            self.counters.consumed_failed += len(task.msgs)
+            if self.clustering:
+                for m in task.msgs:
+                    if not await self._send_back(m, ctx.delay_level_when_next_consume):
+                        m.reconsume_times += 1
+                        failed.append(m)
+            else:
+                log.warning("%s: BROADCASTING drops %d failed message(s)", self.group, len(task.msgs))
+        failed_ids = {id(m) for m in failed}
+        done = [m for m in task.msgs if id(m) not in failed_ids] if failed else task.msgs
+        offset = task.pq.remove(done)
+        if offset >= 0 and not task.pq.dropped:
+            assert self.offset_store is not None
+            self.offset_store.update(task.mq, offset, increase_only=True)
+        if failed:
+            self.counters.local_retries += len(failed)
+            loop = asyncio.get_running_loop()
+            retry = _Task(task.mq, task.pq, failed)
+
+            def again(handle_ref: list) -> None:
+                self._later.discard(handle_ref[0])
+                if not task.pq.dropped and self._started:
+                    self._queue.put_nowait(retry)
+            ref: list = []
+            handle = loop.call_later(self.config.local_retry_delay, again, ref)
+            ref.append(handle)
+            self._later.add(handle)
+
+    def _max_reconsume(self) -> int:
+        return 16 if self.config.max_reconsume_times == -1 else self.config.max_reconsume_times
+
+    async def _send_back(self, msg: MessageExt, delay_level: int) -> bool:
+        """CONSUMER_SEND_MSG_BACK to the message's broker; on failure a plain send to %RETRY%<group>."""
+        assert self.instance is not None
+        try:
+            addr = await self.instance.find_broker_addr(MessageQueue(msg.topic, msg.broker_name, msg.queue_id))
+            hdr = h.ConsumerSendMsgBackRequestHeader(
+                offset=msg.commit_log_offset, group=self.group, delay_level=delay_level, origin_msg_id=msg.msg_id,
+                origin_topic=msg.topic, unit_mode=False, max_reconsume_times=self._max_reconsume())
+            await self.instance.call(addr, RemotingCommand.request(RequestCode.CONSUMER_SEND_MSG_BACK, hdr.to_ext()))
+            self.counters.sent_back += 1
+            return True
+        except MQError as exc:
+            log.warning("%s: send-back of %s failed (%s); re-sending to the retry topic", self.group, msg.msg_id,
+                        exc)
+        try:
+            producer = await self.instance.inner_producer()
+            props = dict(msg.properties)
+            props.setdefault(P.RETRY_TOPIC, msg.topic)
+            props.setdefault(P.ORIGIN_MESSAGE_ID, msg.msg_id)
+            props[P.RECONSUME_TIME] = str(msg.reconsume_times + 1)
+            props[P.MAX_RECONSUME_TIMES] = str(self._max_reconsume())
+            props[P.DELAY_TIME_LEVEL] = str(3 + msg.reconsume_times)
+            props.pop(P.UNIQ_CLIENT_MESSAGE_ID_KEYIDX, None)
+            props.pop(P.MIN_OFFSET, None)
+            props.pop(P.MAX_OFFSET, None)
+            await producer.send(Message(retry_topic(self.group), msg.body, msg.flag, props))
+            self.counters.resent_by_producer += 1
+            return True
+        except MQError as exc:
+            log.warning("%s: re-send of %s failed (%s); consuming it again locally", self.group, msg.msg_id, exc)
+            return False

@@ -1,0 +1,216 @@
+"""Pulling and offset queries (RocketMQ ``PullAPIWrapper`` + ``MQAdminImpl`` offset calls) and the simple
+``PullConsumer`` (``DefaultMQPullConsumer``: the caller chooses queue and offset).
+
+PULL_MESSAGE (11) request ``sysFlag`` bits::
+
+    +-----+---------------+---------------------------------------------------------+
+    | bit | name          | set by us                                               |
+    +-----+---------------+---------------------------------------------------------+
+    | 0x1 | COMMIT_OFFSET | push consumer, clustering, when it has an offset > 0    |
+    | 0x2 | SUSPEND       | push consumer (long polling, 15 s) / ``pull(block=..)`` |
+    | 0x4 | SUBSCRIPTION  | always (the expression travels with the request)        |
+    +-----+---------------+---------------------------------------------------------+
+
+Response codes map to ``PullStatus``: 0 FOUND, 19 NO_NEW_MSG, 20 NO_MATCHED_MSG, 21 OFFSET_ILLEGAL. Messages are
+filtered again by tag on the client (the broker filters by hash code only) and get ``MIN_OFFSET``/``MAX_OFFSET``
+properties; a consumed message's ``msg_id`` is its UNIQ_KEY when it has one, else its offsetMsgId (Java rule).
+"""
+
+from __future__ import annotations
+
+import enum
+import time
+from dataclasses import dataclass, field
+
+from mq.client.instance import MQClientInstance
+from mq.common import properties as P
+from mq.common.message import MessageExt, MessageQueue
+from mq.common.record import iter_records
+from mq.common.tags import SubscriptionData, parse_subscription
+from mq.common.topic import validate_group, validate_topic
+from mq.config import ClientConfig
+from mq.errors import BrokerError, MQError
+from mq.protocol import headers as h
+from mq.protocol.codes import RequestCode, ResponseCode
+from mq.protocol.command import RemotingCommand
+
+FLAG_COMMIT_OFFSET = 0x1
+FLAG_SUSPEND = 0x2
+FLAG_SUBSCRIPTION = 0x4
+
+
+class PullStatus(enum.Enum):
+    FOUND = "FOUND"
+    NO_NEW_MSG = "NO_NEW_MSG"
+    NO_MATCHED_MSG = "NO_MATCHED_MSG"
+    OFFSET_ILLEGAL = "OFFSET_ILLEGAL"
+
+
+_STATUS = {
+    ResponseCode.SUCCESS: PullStatus.FOUND,
+    ResponseCode.PULL_NOT_FOUND: PullStatus.NO_NEW_MSG,
+    ResponseCode.PULL_RETRY_IMMEDIATELY: PullStatus.NO_MATCHED_MSG,
+    ResponseCode.PULL_OFFSET_MOVED: PullStatus.OFFSET_ILLEGAL,
+}
+
+
+@dataclass(slots=True)
+class PullResult:
+    status: PullStatus
+    next_begin_offset: int
+    min_offset: int
+    max_offset: int
+    messages: list[MessageExt] = field(default_factory=list)
+    #: messages the broker returned before the client-side tag filter
+    raw_count: int = 0
+
+
+def decode_pull_body(body: bytes | memoryview, mq: MessageQueue, sub: SubscriptionData, min_offset: int,
+                     max_offset: int) -> tuple[list[MessageExt], int]:
+    out: list[MessageExt] = []
+    n = 0
+    lo, hi = str(min_offset), str(max_offset)
+    for m in iter_records(body, decompress=True):
+        n += 1
+        if not sub.matches_tags(m.properties.get(P.TAGS)):
+            continue
+        m.broker_name = mq.broker_name
+        uniq = m.properties.get(P.UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
+        if uniq:
+            m.msg_id = uniq
+        m.properties[P.MIN_OFFSET] = lo
+        m.properties[P.MAX_OFFSET] = hi
+        out.append(m)
+    return out, n
+
+
+class PullAPI:
+    """Broker calls a consumer needs, bound to one ``MQClientInstance``."""
+
+    def __init__(self, instance: MQClientInstance) -> None:
+        self.instance = instance
+
+    async def pull(self, group: str, mq: MessageQueue, offset: int, max_nums: int, sub: SubscriptionData, *,
+                   sys_flag: int = FLAG_SUBSCRIPTION, commit_offset: int = 0, suspend: float = 0.0,
+                   timeout: float = 10.0, sub_version: int = 0) -> PullResult:
+        addr = await self.instance.find_broker_addr(mq, master=True)
+        if suspend > 0:
+            sys_flag |= FLAG_SUSPEND
+        hdr = h.PullMessageRequestHeader(
+            consumer_group=group, topic=mq.topic, queue_id=mq.queue_id, queue_offset=offset, max_msg_nums=max_nums,
+            sys_flag=sys_flag, commit_offset=commit_offset, suspend_timeout_millis=int(suspend * 1000),
+            sub_version=sub_version or int(time.time() * 1000), subscription=sub.sub_string,
+            expression_type=sub.expression_type)
+        resp = await self.instance.remoting.invoke(addr, RemotingCommand.request(RequestCode.PULL_MESSAGE,
+                                                                                 hdr.to_ext()), timeout=timeout)
+        status = _STATUS.get(resp.code)
+        if status is None:
+            raise BrokerError.from_response(resp.code, resp.remark, addr)
+        rh = h.PullMessageResponseHeader.from_ext(resp.ext_fields)
+        result = PullResult(status, rh.next_begin_offset, rh.min_offset, rh.max_offset)
+        if status is PullStatus.FOUND and resp.body:
+            result.messages, result.raw_count = decode_pull_body(resp.body, mq, sub, rh.min_offset, rh.max_offset)
+            if not result.messages:
+                result.status = PullStatus.NO_MATCHED_MSG
+        return result
+
+    async def _offset_call(self, mq: MessageQueue, code: int, ext: dict[str, str], *,
+                           ok: tuple[int, ...] = (ResponseCode.SUCCESS,)) -> RemotingCommand:
+        addr = await self.instance.find_broker_addr(mq, master=True)
+        return await self.instance.call(addr, RemotingCommand.request(code, ext), ok=ok)
+
+    async def max_offset(self, mq: MessageQueue) -> int:
+        resp = await self._offset_call(mq, RequestCode.GET_MAX_OFFSET,
+                                       h.GetMaxOffsetRequestHeader(topic=mq.topic, queue_id=mq.queue_id).to_ext())
+        return int(resp.ext_fields.get("offset", "0"))
+
+    async def min_offset(self, mq: MessageQueue) -> int:
+        resp = await self._offset_call(mq, RequestCode.GET_MIN_OFFSET,
+                                       h.GetMinOffsetRequestHeader(topic=mq.topic, queue_id=mq.queue_id).to_ext())
+        return int(resp.ext_fields.get("offset", "0"))
+
+    async def search_offset(self, mq: MessageQueue, timestamp_ms: int) -> int:
+        resp = await self._offset_call(mq, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, h.SearchOffsetRequestHeader(
+            topic=mq.topic, queue_id=mq.queue_id, timestamp=timestamp_ms).to_ext())
+        return int(resp.ext_fields.get("offset", "0"))
+
+    async def query_consumer_offset(self, group: str, mq: MessageQueue) -> int:
+        """The group's committed offset, or -1 when the broker has none (QUERY_NOT_FOUND)."""
+        resp = await self._offset_call(mq, RequestCode.QUERY_CONSUMER_OFFSET, h.QueryConsumerOffsetRequestHeader(
+            consumer_group=group, topic=mq.topic, queue_id=mq.queue_id).to_ext(),
+            ok=(ResponseCode.SUCCESS, ResponseCode.QUERY_NOT_FOUND))
+        if resp.code != ResponseCode.SUCCESS:
+            return -1
+        return int(resp.ext_fields.get("offset", "-1"))
+
+    async def update_consumer_offset(self, group: str, mq: MessageQueue, offset: int, *, oneway: bool = False
+                                     ) -> None:
+        ext = h.UpdateConsumerOffsetRequestHeader(consumer_group=group, topic=mq.topic, queue_id=mq.queue_id,
+                                                  commit_offset=offset).to_ext()
+        if oneway:
+            addr = await self.instance.find_broker_addr(mq, master=True)
+            await self.instance.remoting.invoke_oneway(
+                addr, RemotingCommand.request(RequestCode.UPDATE_CONSUMER_OFFSET, ext, oneway=True))
+        else:
+            await self._offset_call(mq, RequestCode.UPDATE_CONSUMER_OFFSET, ext)
+
+
+class PullConsumer:
+    """Pull from a queue at an offset of your choosing (``DefaultMQPullConsumer``)."""
+
+    def __init__(self, group: str = "DEFAULT_PULL_CONSUMER", client_config: ClientConfig | None = None, *,
+                 instance: MQClientInstance | None = None) -> None:
+        self.group = validate_group(group)
+        self.client_config = client_config or ClientConfig()
+        self.instance = instance
+        self._own_instance = instance is None
+        self.api: PullAPI | None = None
+
+    async def start(self) -> "PullConsumer":
+        if self.api is None:
+            if self.instance is None:
+                self.instance = await MQClientInstance.acquire(self.client_config)
+            self.api = PullAPI(self.instance)
+        return self
+
+    async def shutdown(self) -> None:
+        if self.api is not None and self._own_instance and self.instance is not None:
+            await self.instance.release()
+        self.api = None
+
+    async def __aenter__(self) -> "PullConsumer":
+        return await self.start()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.shutdown()
+
+    def _api(self) -> PullAPI:
+        if self.api is None:
+            raise MQError("the pull consumer is not started (call start() first)")
+        return self.api
+
+    async def fetch_subscribe_queues(self, topic: str) -> list[MessageQueue]:
+        api = self._api()
+        return await api.instance.subscribe_queues(validate_topic(topic), refresh=True)
+
+    async def pull(self, queue: MessageQueue, offset: int, max_nums: int = 32, expression: str | None = "*", *,
+                   block: float = 0.0, timeout: float = 10.0) -> PullResult:
+        """One PULL_MESSAGE; ``block`` > 0 lets the broker hold the request that many seconds (long polling)."""
+        sub = parse_subscription(queue.topic, expression)
+        return await self._api().pull(self.group, queue, offset, max_nums, sub, suspend=block,
+                                      timeout=max(timeout, block + 5.0))
+
+    async def max_offset(self, queue: MessageQueue) -> int:
+        return await self._api().max_offset(queue)
+
+    async def min_offset(self, queue: MessageQueue) -> int:
+        return await self._api().min_offset(queue)
+
+    async def search_offset(self, queue: MessageQueue, timestamp_ms: int) -> int:
+        return await self._api().search_offset(queue, timestamp_ms)
+
+    async def fetch_consume_offset(self, queue: MessageQueue) -> int:
+        return await self._api().query_consumer_offset(self.group, queue)
+
+    async def update_consume_offset(self, queue: MessageQueue, offset: int) -> None:
+        await self._api().update_consumer_offset(self.group, queue, offset)

@@ -1,0 +1,232 @@
+"""Who is connected: producer and consumer groups by channel (RocketMQ ``ProducerManager``/``ConsumerManager``).
+
+A channel is a remoting ``Connection``; its ``ClientChannelInfo`` carries the client id, language and version
+of the last heartbeat. Consumer groups keep their subscriptions (with tag hash codes recomputed here: the C++
+client sends wrong ones) and the consume type / model / from-where of the last heartbeat.
+
+``ConsumerManager`` calls ``on_ids_changed(group)`` when a group's member set or subscriptions change through a
+heartbeat, an unregister or a closed connection; the controller turns that into NOTIFY_CONSUMER_IDS_CHANGED.
+The expiry scan drops channels silent for ``channel_expired_timeout`` without notifying (as RocketMQ does).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from mq.common.tags import SubscriptionData as TagFilter
+from mq.common.tags import parse_subscription
+from mq.protocol.bodies import ConsumeFromWhere, ConsumeType, MessageModel, SubscriptionData
+from mq.protocol.codes import LanguageCode
+
+log = logging.getLogger(__name__)
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+@dataclass(slots=True, eq=False)
+class ClientChannelInfo:
+    conn: Any
+    client_id: str
+    language: LanguageCode
+    version: int
+    last_update: int
+    addr: str
+
+
+@dataclass(slots=True, eq=False)
+class ConsumerGroupInfo:
+    group_name: str
+    consume_type: ConsumeType | None = None
+    message_model: MessageModel | None = None
+    consume_from_where: ConsumeFromWhere | None = None
+    subscriptions: dict[str, SubscriptionData] = field(default_factory=dict)
+    channels: dict[Any, ClientChannelInfo] = field(default_factory=dict)
+    #: topic -> parsed TAG filter (tags hash codes recomputed by the broker)
+    filters: dict[str, TagFilter] = field(default_factory=dict)
+    last_update: int = 0
+
+    def client_ids(self) -> list[str]:
+        return [c.client_id for c in self.channels.values()]
+
+
+def normalize_subscription(sd: SubscriptionData) -> SubscriptionData:
+    """The broker's copy of a heartbeat subscription: tags and hash codes rebuilt from ``sub_string``."""
+    expr_type = (sd.expression_type or "TAG").upper()
+    if expr_type != "TAG":
+        return SubscriptionData(topic=sd.topic, sub_string=sd.sub_string, sub_version=sd.sub_version,
+                                expression_type=expr_type, class_filter_mode=sd.class_filter_mode)
+    parsed = parse_subscription(sd.topic, sd.sub_string)
+    return SubscriptionData(topic=sd.topic, sub_string=parsed.sub_string, tags_set=set(parsed.tags_set),
+                            code_set=set(parsed.code_set), sub_version=sd.sub_version, expression_type="TAG",
+                            class_filter_mode=sd.class_filter_mode)
+
+
+class ConsumerManager:
+    def __init__(self, on_ids_changed: Callable[[str], None] | None = None) -> None:
+        self._groups: dict[str, ConsumerGroupInfo] = {}
+        self.on_ids_changed = on_ids_changed
+
+    # -- contract ----------------------------------------------------------------------------------------
+    def get(self, group: str) -> ConsumerGroupInfo | None:
+        return self._groups.get(group)
+
+    def groups(self) -> list[str]:
+        return sorted(self._groups)
+
+    def groups_subscribing(self, topic: str) -> set[str]:
+        return {g for g, info in self._groups.items() if topic in info.subscriptions}
+
+    def find_channel(self, group: str, client_id: str) -> ClientChannelInfo | None:
+        info = self._groups.get(group)
+        if info is None:
+            return None
+        for ch in info.channels.values():
+            if ch.client_id == client_id:
+                return ch
+        return None
+
+    # -- membership --------------------------------------------------------------------------------------
+    def register(self, group: str, channel: ClientChannelInfo, consume_type: ConsumeType | None,
+                 message_model: MessageModel | None, consume_from_where: ConsumeFromWhere | None,
+                 subscriptions: list[SubscriptionData], notify: bool = True) -> bool:
+        """Record a consumer heartbeat; returns True (and notifies) if members or subscriptions changed."""
+        info = self._groups.get(group)
+        if info is None:
+            info = self._groups[group] = ConsumerGroupInfo(group)
+        info.consume_type = consume_type
+        info.message_model = message_model
+        info.consume_from_where = consume_from_where
+        info.last_update = channel.last_update
+        old = info.channels.get(channel.conn)
+        new_member = old is None
+        if old is not None and old.client_id != channel.client_id:
+            log.info("consumer group %s: channel %s changed client id %s -> %s", group, channel.addr,
+                     old.client_id, channel.client_id)
+            new_member = True
+        info.channels[channel.conn] = channel
+        changed_subs = self._update_subscriptions(info, subscriptions)
+        changed = new_member or changed_subs
+        if new_member:
+            log.info("consumer group %s: new member %s (%s)", group, channel.client_id, channel.addr)
+        if changed and notify and self.on_ids_changed is not None:
+            self.on_ids_changed(group)
+        return changed
+
+    @staticmethod
+    def _update_subscriptions(info: ConsumerGroupInfo, subs: list[SubscriptionData]) -> bool:
+        changed = False
+        new: dict[str, SubscriptionData] = {}
+        for sd in subs:
+            if not sd.topic:
+                continue
+            norm = normalize_subscription(sd)
+            new[sd.topic] = norm
+            old = info.subscriptions.get(sd.topic)
+            if old is None or old.sub_string != norm.sub_string or old.expression_type != norm.expression_type:
+                changed = True
+            elif old.sub_version > norm.sub_version:  # keep the newest version (Java ignores older ones)
+                new[sd.topic] = old
+        if set(new) != set(info.subscriptions):
+            changed = True
+        if subs or not info.subscriptions:
+            info.subscriptions = new
+            info.filters = {t: parse_subscription(t, s.sub_string) for t, s in new.items()
+                            if s.expression_type == "TAG"}
+        return changed
+
+    def unregister(self, group: str, conn: Any, notify: bool = True) -> bool:
+        info = self._groups.get(group)
+        if info is None or info.channels.pop(conn, None) is None:
+            return False
+        if not info.channels:
+            del self._groups[group]
+            log.info("consumer group %s: last member left", group)
+        elif notify and self.on_ids_changed is not None:
+            self.on_ids_changed(group)
+        return True
+
+    def connection_closed(self, conn: Any) -> list[str]:
+        """Drop ``conn`` from every group; notify the groups that still have members."""
+        affected = []
+        for group in [g for g, info in self._groups.items() if conn in info.channels]:
+            self.unregister(group, conn, notify=True)
+            affected.append(group)
+        return affected
+
+    def scan_expired(self, expire_ms: int, now_ms: int | None = None) -> list[tuple[str, str]]:
+        now = _now_ms() if now_ms is None else now_ms
+        dropped = []
+        for group, info in list(self._groups.items()):
+            for conn, ch in list(info.channels.items()):
+                if now - ch.last_update > expire_ms:
+                    log.warning("consumer %s of group %s expired: no heartbeat for %d ms", ch.client_id, group,
+                                now - ch.last_update)
+                    del info.channels[conn]
+                    dropped.append((group, ch.client_id))
+            if not info.channels:
+                del self._groups[group]
+        return dropped
+
+    def touch(self, conn: Any, now_ms: int | None = None) -> None:
+        now = _now_ms() if now_ms is None else now_ms
+        for info in self._groups.values():
+            ch = info.channels.get(conn)
+            if ch is not None:
+                ch.last_update = now
+
+
+class ProducerManager:
+    def __init__(self) -> None:
+        self._groups: dict[str, dict[Any, ClientChannelInfo]] = {}
+
+    def channels(self, group: str) -> dict[Any, ClientChannelInfo]:
+        return dict(self._groups.get(group, {}))
+
+    def groups(self) -> list[str]:
+        return sorted(self._groups)
+
+    def any_channel(self, group: str) -> ClientChannelInfo | None:
+        chans = self._groups.get(group)
+        if not chans:
+            return None
+        for ch in chans.values():
+            if not getattr(ch.conn, "closed", False):
+                return ch
+        return None
+
+    def register(self, group: str, channel: ClientChannelInfo) -> bool:
+        chans = self._groups.setdefault(group, {})
+        new = channel.conn not in chans
+        chans[channel.conn] = channel
+        return new
+
+    def unregister(self, group: str, conn: Any) -> bool:
+        chans = self._groups.get(group)
+        if not chans or chans.pop(conn, None) is None:
+            return False
+        if not chans:
+            del self._groups[group]
+        return True
+
+    def connection_closed(self, conn: Any) -> None:
+        for group in [g for g, chans in self._groups.items() if conn in chans]:
+            self.unregister(group, conn)
+
+    def scan_expired(self, expire_ms: int, now_ms: int | None = None) -> list[tuple[str, str]]:
+        now = _now_ms() if now_ms is None else now_ms
+        dropped = []
+        for group, chans in list(self._groups.items()):
+            for conn, ch in list(chans.items()):
+                if now - ch.last_update > expire_ms:
+                    log.warning("producer %s of group %s expired: no heartbeat for %d ms", ch.client_id, group,
+                                now - ch.last_update)
+                    del chans[conn]
+                    dropped.append((group, ch.client_id))
+            if not chans:
+                del self._groups[group]
+        return dropped

@@ -1,0 +1,258 @@
+"""The broker process (RocketMQ ``BrokerController``): store, tables, processors and timers wired together.
+
+Start-up order: bind the listener (the port is needed for STOREHOST and offsetMsgIds) -> load and start the
+store -> load topics / subscription groups / offsets -> register processors -> start timers -> register with
+every name server. ``stop`` reverses it: unregister, stop timers, close the listener, persist offsets, shut the
+store down.
+
+Timers: name-server registration (``registerNameServerPeriod``), offset persistence
+(``flushConsumerOffsetInterval``), client channel expiry (``clientChannelScanInterval`` /
+``channelExpiredTimeout``) and fast failure (``fastFailureScanIntervalMs``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+from mq.config import BrokerConfig, ConnectionLimits, ProcessorLimits, StoreConfig
+from mq.daemon.broker.client_manager import ConsumerManager, ProducerManager
+from mq.daemon.broker.flow_control import QUERY_GROUP, SEND_GROUP, FastFailure
+from mq.daemon.broker.long_polling import LoopPoster, PullHoldService
+from mq.daemon.broker.offsets import ConsumerOffsetManager
+from mq.daemon.broker.registration import Registrar
+from mq.daemon.broker.stats import BrokerStats
+from mq.daemon.broker.subscription_group import SubscriptionGroupManager
+from mq.daemon.broker.topic_config import TopicConfigManager
+from mq.daemon.runtime import DaemonError, describe_bind_error
+from mq.errors import MQError
+from mq.protocol.codes import RequestCode
+from mq.protocol.command import RemotingCommand
+from mq.protocol.headers import NotifyConsumerIdsChangedRequestHeader
+from mq.remoting import RemotingServer
+from mq.store.message_store import MessageStore
+
+log = logging.getLogger(__name__)
+
+
+class BrokerController:
+    def __init__(self, config: BrokerConfig, *, store_config: StoreConfig | None = None) -> None:
+        self.config = config
+        self.store_config = store_config or StoreConfig()
+        self.server = RemotingServer(
+            config.host, config.listen_port, limits=config.frame_limits, name="broker",
+            connection_limits=ConnectionLimits(idle_timeout=float(config.server_channel_max_idle_time_seconds)))
+        self.server.configure_group(SEND_GROUP, ProcessorLimits(max(1, config.send_message_thread_pool_nums),
+                                                                config.send_thread_pool_queue_capacity))
+        self.server.configure_group(QUERY_GROUP, ProcessorLimits(max(1, config.query_message_thread_pool_nums),
+                                                                 config.query_thread_pool_queue_capacity))
+        root = Path(self.store_config.store_path_root_dir)
+        self.store: MessageStore | None = None
+        self.topic_config = TopicConfigManager(config, root, on_change=self._topics_changed)
+        self.subscription_groups = SubscriptionGroupManager(config, root)
+        self.offsets = ConsumerOffsetManager(root)
+        self.consumers = ConsumerManager(on_ids_changed=self._consumer_ids_changed)
+        self.producers = ProducerManager()
+        self.stats = BrokerStats(self)
+        self.registrar = Registrar(self)
+        self.fast_failure = FastFailure(self.server, send_wait_ms=config.wait_time_mills_in_send_queue,
+                                        interval_ms=config.fast_failure_scan_interval_ms)
+        self.poster: LoopPoster | None = None
+        self.hold_service: PullHoldService | None = None
+        self.send_processor: Any = None
+        self.pull_processor: Any = None
+        self.client_processor: Any = None
+        self.query_processor: Any = None
+        self.lock_processor: Any = None
+        self._tasks: list[asyncio.Task] = []
+        self._started = False
+        self._stopping = False
+
+    # -- identity ----------------------------------------------------------------------------------------
+    @property
+    def port(self) -> int:
+        return self.server.port
+
+    @property
+    def address(self) -> str:
+        return f"{self.config.advertised_host}:{self.port}"
+
+    @property
+    def broker_name(self) -> str:
+        return self.config.broker_name
+
+    @property
+    def cluster(self) -> str:
+        return self.config.broker_cluster_name
+
+    @property
+    def broker_id(self) -> int:
+        return self.config.broker_id
+
+    # -- lifecycle ---------------------------------------------------------------------------------------
+    async def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        self.poster = LoopPoster(loop)
+        try:
+            await self.server.start()
+        except OSError as exc:
+            raise DaemonError(describe_bind_error(exc, self.config.host, self.config.listen_port)) from None
+        try:
+            self._open_store()
+            self.topic_config.load()
+            self.subscription_groups.load()
+            self.offsets.load()
+            from mq.daemon.broker.processors import register_all
+
+            register_all(self)
+        except BaseException:
+            await self.server.stop()
+            if self.store is not None:
+                self.store.shutdown()
+            raise
+        self.server.on_connection_closed(self._connection_closed)
+        self.fast_failure.start()
+        self._tasks = [loop.create_task(self._periodic(self.config.flush_consumer_offset_interval,
+                                                       self._persist_offsets, "offset persistence")),
+                       loop.create_task(self._periodic(self.config.client_channel_scan_interval,
+                                                       self.scan_clients, "client channel scan"))]
+        self._started = True
+        ok = await self.registrar.register_all(force=True)
+        self.registrar.start()
+        log.info("broker %s (%s, id %d) listening on %s:%d, advertised %s, store %s; registered with %d/%d name "
+                 "servers", self.broker_name, self.cluster, self.broker_id, self.config.host, self.port,
+                 self.address, self.store_config.store_path_root_dir, ok, len(self.config.namesrv_addrs))
+
+    def _open_store(self) -> None:
+        assert self.poster is not None
+        self.hold_service = PullHoldService(asyncio.get_running_loop(), self.poster, self._reexecute_pull,
+                                            self.config.max_held_pull_requests)
+        hold = self.hold_service
+        store = MessageStore(self.store_config, store_host=(self.config.advertised_host, self.port),
+                             on_dispatch=hold.on_dispatch)
+        try:
+            store.load()
+            store.start()
+        except MQError:
+            store.shutdown()
+            raise
+        except OSError as exc:
+            store.shutdown()
+            raise DaemonError(f"cannot open the store at {self.store_config.store_path_root_dir}: {exc}") from None
+        self.store = store
+
+    def _reexecute_pull(self, req: Any) -> None:
+        self.pull_processor.reexecute(req)
+
+    async def stop(self) -> None:
+        if self._stopping:
+            return
+        self._stopping = True
+        if self._started:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self.registrar.unregister_all(), 3.0)
+        await self.registrar.stop()
+        await self.fast_failure.stop()
+        for t in self._tasks:
+            t.cancel()
+        for t in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await t
+        self._tasks = []
+        if self.hold_service is not None:
+            self.hold_service.drop_all()
+        await self.server.stop()
+        self.offsets.persist(force=True)
+        if self.store is not None:
+            await asyncio.get_running_loop().run_in_executor(None, self.store.shutdown)
+        self._started = False
+        log.info("broker %s stopped", self.broker_name)
+
+    async def __aenter__(self) -> "BrokerController":
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    # -- contract helpers --------------------------------------------------------------------------------
+    async def register_all(self, force: bool = False) -> None:
+        await self.registrar.register_all(force)
+
+    async def call_client(self, conn: Any, cmd: RemotingCommand, timeout: float = 10.0) -> RemotingCommand:
+        return await conn.invoke(cmd, timeout)
+
+    def notify_client_oneway(self, conn: Any, cmd: RemotingCommand) -> None:
+        try:
+            conn.invoke_oneway(cmd)
+        except MQError as exc:
+            log.debug("oneway request %s to %s failed: %s", cmd.code, getattr(conn, "remote_addr", conn), exc)
+
+    def earliest_message_time(self) -> int:
+        store = self.store
+        if store is None or store.get_max_phy_offset() <= store.get_min_phy_offset():
+            return -1
+        ts = store.commit_log.store_timestamp_of(store.get_min_phy_offset())
+        return -1 if ts is None else ts
+
+    def disk_total_text(self) -> str:
+        try:
+            usage = shutil.disk_usage(self.store_config.store_path_root_dir)
+        except OSError:
+            return "unknown"
+        return f"{usage.total / 2**30:.2f} GiB, Free : {usage.free / 2**30:.2f} GiB"
+
+    def replace_config(self, **changes: Any) -> None:
+        """Apply runtime config changes (UPDATE_BROKER_CONFIG): replaces the frozen config object."""
+        self.config = dataclasses.replace(self.config, **changes)
+        for part in (self.topic_config, self.subscription_groups):
+            part.config = self.config
+
+    # -- callbacks ---------------------------------------------------------------------------------------
+    def _topics_changed(self, _tc: Any) -> None:
+        if self._started:
+            self.registrar.register_soon()
+
+    def _consumer_ids_changed(self, group: str) -> None:
+        info = self.consumers.get(group)
+        if info is None:
+            return
+        ext = NotifyConsumerIdsChangedRequestHeader(group).to_ext()
+        for conn in list(info.channels):
+            if getattr(conn, "closed", True):
+                continue
+            self.notify_client_oneway(conn, RemotingCommand.request(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED,
+                                                                    dict(ext)))
+
+    def _connection_closed(self, conn: Any) -> None:
+        if self.hold_service is not None:
+            self.hold_service.drop_connection(conn)
+        self.producers.connection_closed(conn)
+        groups = self.consumers.connection_closed(conn)
+        if groups:
+            log.info("connection %s closed: left consumer groups %s", getattr(conn, "remote_addr", conn), groups)
+
+    def scan_clients(self) -> None:
+        exp = self.config.channel_expired_timeout
+        now = int(time.time() * 1000)
+        for group, cid in self.consumers.scan_expired(exp, now) + self.producers.scan_expired(exp, now):
+            log.info("client %s of group %s dropped after %d ms of silence", cid, group, exp)
+
+    def _persist_offsets(self) -> None:
+        self.offsets.persist()
+        self.stats.tick()
+
+    async def _periodic(self, interval_ms: int, fn: Any, what: str) -> None:
+        interval = max(0.01, interval_ms / 1000.0)
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                fn()
+            except Exception:
+                log.exception("%s failed", what)

@@ -1,0 +1,154 @@
+"""Client management and offsets: HEART_BEAT (34), UNREGISTER_CLIENT (35), GET_CONSUMER_LIST_BY_GROUP (38),
+QUERY_CONSUMER_OFFSET (14), UPDATE_CONSUMER_OFFSET (15), GET_MAX_OFFSET (30), GET_MIN_OFFSET (31),
+SEARCH_OFFSET_BY_TIMESTAMP (29), GET_EARLIEST_MSG_STORETIME (32). PROTOCOL.md §4.1.5-4.1.7, FEATURES.md §5.2, §5.7.
+
+All inline (they touch in-memory tables or read mapped memory).
+
+QUERY_CONSUMER_OFFSET without a committed offset answers 0 when the queue's min offset is <= 0 and its first
+entry is not "on disk" (missing, or its commit-log position is within ``accessMessageInMemoryMaxRatio`` of
+RAM from the log's end) -- why a new group on a young broker starts at the beginning -- else QUERY_NOT_FOUND.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from typing import TYPE_CHECKING, Any
+
+from mq.common import topic as T
+from mq.daemon.broker.client_manager import ClientChannelInfo
+from mq.protocol import headers as H
+from mq.protocol.bodies import GetConsumerListByGroupResponseBody, HeartbeatData
+from mq.protocol.codes import LanguageCode, RequestCode, ResponseCode
+from mq.protocol.command import RemotingCommand
+
+if TYPE_CHECKING:
+    from mq.daemon.broker.controller import BrokerController
+
+log = logging.getLogger(__name__)
+RC = ResponseCode
+
+
+def _total_ram() -> int:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - non-POSIX
+        return 8 << 30
+
+
+def _language(code: int) -> LanguageCode:
+    try:
+        return LanguageCode(code)
+    except ValueError:
+        return LanguageCode.OTHER
+
+
+class ClientProcessor:
+    def __init__(self, controller: "BrokerController") -> None:
+        self.c = controller
+        self.mem_limit = _total_ram() * controller.store_config.access_message_in_memory_max_ratio // 100
+
+    def register(self, server: Any) -> None:
+        R = RequestCode
+        for code, fn in ((R.HEART_BEAT, self.heartbeat), (R.UNREGISTER_CLIENT, self.unregister),
+                         (R.GET_CONSUMER_LIST_BY_GROUP, self.consumer_list),
+                         (R.QUERY_CONSUMER_OFFSET, self.query_offset), (R.UPDATE_CONSUMER_OFFSET, self.update_offset),
+                         (R.GET_MAX_OFFSET, self.max_offset), (R.GET_MIN_OFFSET, self.min_offset),
+                         (R.SEARCH_OFFSET_BY_TIMESTAMP, self.search_offset),
+                         (R.GET_EARLIEST_MSG_STORETIME, self.earliest_time)):
+            server.register(code, fn)
+
+    # -- membership --------------------------------------------------------------------------------------
+    def heartbeat(self, conn: Any, cmd: RemotingCommand) -> RemotingCommand:
+        c = self.c
+        hb = HeartbeatData.from_json(cmd.body)
+        now = int(time.time() * 1000)
+        lang = _language(cmd.language)
+        for cd in hb.consumer_data_set:
+            group = cd.group_name
+            if not group:
+                continue
+            sgc = c.subscription_groups.find_or_create(group)
+            notify = c.config.notify_consumer_ids_changed_enable
+            if sgc is not None:
+                notify = notify and sgc.notify_consumer_ids_changed_enable
+                if sgc.retry_queue_nums > 0:
+                    c.topic_config.create_system(T.retry_topic(group), sgc.retry_queue_nums, 6)
+            ch = ClientChannelInfo(conn, hb.client_id, lang, cmd.version, now, conn.remote_addr)
+            c.consumers.register(group, ch, cd.consume_type, cd.message_model, cd.consume_from_where,
+                                 cd.subscription_data_set, notify=notify)
+        for pd in hb.producer_data_set:
+            if pd.group_name:
+                c.producers.register(pd.group_name,
+                                     ClientChannelInfo(conn, hb.client_id, lang, cmd.version, now, conn.remote_addr))
+        return cmd.response(RC.SUCCESS)
+
+    def unregister(self, conn: Any, cmd: RemotingCommand) -> RemotingCommand:
+        c = self.c
+        h = H.UnregisterClientRequestHeader.from_ext(cmd.ext_fields)
+        if h.producer_group:
+            c.producers.unregister(h.producer_group, conn)
+        if h.consumer_group:
+            sgc = c.subscription_groups.get(h.consumer_group)
+            notify = c.config.notify_consumer_ids_changed_enable and (
+                sgc is None or sgc.notify_consumer_ids_changed_enable)
+            c.consumers.unregister(h.consumer_group, conn, notify=notify)
+        return cmd.response(RC.SUCCESS)
+
+    def consumer_list(self, conn: Any, cmd: RemotingCommand) -> RemotingCommand:
+        h = H.GetConsumerListByGroupRequestHeader.from_ext(cmd.ext_fields)
+        info = self.c.consumers.get(h.consumer_group)
+        if info is None or not info.channels:
+            log.warning("GET_CONSUMER_LIST_BY_GROUP from %s: no consumer in group %s", conn.remote_addr,
+                        h.consumer_group)
+            return cmd.response(RC.SYSTEM_ERROR, f"no consumer for this group, {h.consumer_group}")
+        body = GetConsumerListByGroupResponseBody(consumer_id_list=info.client_ids()).to_json()
+        return cmd.response(RC.SUCCESS, body=body)
+
+    # -- offsets -----------------------------------------------------------------------------------------
+    def query_offset(self, conn: Any, cmd: RemotingCommand) -> RemotingCommand:
+        h = H.QueryConsumerOffsetRequestHeader.from_ext(cmd.ext_fields)
+        off = self.c.offsets.query(h.consumer_group, h.topic, h.queue_id)
+        if off < 0:
+            store = self.c.store
+            min_off = store.get_min_offset(h.topic, h.queue_id)
+            if min_off <= 0 and not self._first_entry_on_disk(h.topic, h.queue_id):
+                off = 0
+            else:
+                return cmd.response(RC.QUERY_NOT_FOUND, "Not found, V3_0_6_SNAPSHOT maybe this group consumer "
+                                    "boot first")
+        return cmd.response(RC.SUCCESS, ext_fields=H.QueryConsumerOffsetResponseHeader(off).to_ext())
+
+    def _first_entry_on_disk(self, topic: str, queue_id: int) -> bool:
+        store = self.c.store
+        cq = store.cq_table.find(topic, queue_id, create=False)
+        unit = cq.get_unit(0) if cq is not None else None
+        if not unit:
+            return False
+        return store.get_max_phy_offset() - unit[0] > self.mem_limit
+
+    def update_offset(self, conn: Any, cmd: RemotingCommand) -> RemotingCommand:
+        h = H.UpdateConsumerOffsetRequestHeader.from_ext(cmd.ext_fields)
+        self.c.offsets.commit(conn.remote_addr, h.consumer_group, h.topic, h.queue_id, h.commit_offset)
+        return cmd.response(RC.SUCCESS)
+
+    def max_offset(self, conn: Any, cmd: RemotingCommand) -> RemotingCommand:
+        h = H.GetMaxOffsetRequestHeader.from_ext(cmd.ext_fields)
+        off = self.c.store.get_max_offset(h.topic, h.queue_id)
+        return cmd.response(RC.SUCCESS, ext_fields=H.GetMaxOffsetResponseHeader(off).to_ext())
+
+    def min_offset(self, conn: Any, cmd: RemotingCommand) -> RemotingCommand:
+        h = H.GetMinOffsetRequestHeader.from_ext(cmd.ext_fields)
+        off = max(0, self.c.store.get_min_offset(h.topic, h.queue_id))
+        return cmd.response(RC.SUCCESS, ext_fields=H.GetMinOffsetResponseHeader(off).to_ext())
+
+    def search_offset(self, conn: Any, cmd: RemotingCommand) -> RemotingCommand:
+        h = H.SearchOffsetRequestHeader.from_ext(cmd.ext_fields)
+        off = self.c.store.search_offset_by_timestamp(h.topic, h.queue_id, h.timestamp)
+        return cmd.response(RC.SUCCESS, ext_fields=H.SearchOffsetResponseHeader(off).to_ext())
+
+    def earliest_time(self, conn: Any, cmd: RemotingCommand) -> RemotingCommand:
+        h = H.GetEarliestMsgStoretimeRequestHeader.from_ext(cmd.ext_fields)
+        ts = self.c.store.get_earliest_message_time(h.topic, h.queue_id)
+        return cmd.response(RC.SUCCESS, ext_fields=H.GetEarliestMsgStoretimeResponseHeader(ts).to_ext())

@@ -1,0 +1,138 @@
+"""PULL_MESSAGE (11): PROTOCOL.md §4.1.3 and §7, FEATURES.md §5.1.
+
+Runs inline on the event loop (a pull only reads mapped memory). The filter comes from the request's
+``subscription`` when the SUBSCRIPTION flag is set, else from the group's heartbeat subscription; either way
+the tag hash codes are computed here (never trusted from the client). Store statuses map as::
+
+    FOUND                                      -> SUCCESS (body = the stored records, as they are)
+    NO_MATCHED_MESSAGE, MESSAGE_WAS_REMOVING   -> PULL_RETRY_IMMEDIATELY
+    NO_MATCHED_LOGIC_QUEUE, NO_MESSAGE_IN_QUEUE-> PULL_OFFSET_MOVED if offset != 0 else PULL_NOT_FOUND
+    OFFSET_FOUND_NULL, OFFSET_OVERFLOW_ONE     -> PULL_NOT_FOUND (held first when SUSPEND is set)
+    OFFSET_OVERFLOW_BADLY, OFFSET_TOO_SMALL    -> PULL_OFFSET_MOVED
+
+Every answer carries ``suggestWhichBrokerId``, ``nextBeginOffset``, ``minOffset`` and ``maxOffset`` as strings.
+``suggestWhichBrokerId`` is the group's ``brokerId`` (0): this broker has no slaves to offload reads to.
+The COMMIT_OFFSET piggyback is stored on the first pass only, never when a held pull is re-executed.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from mq.common.tags import parse_subscription
+from mq.daemon.broker.long_polling import HeldPull
+from mq.daemon.broker.topic_config import PERM_READ
+from mq.protocol.bodies import MessageModel
+from mq.protocol.codes import RequestCode, ResponseCode
+from mq.protocol.command import RemotingCommand
+from mq.protocol.headers import PullMessageRequestHeader, PullMessageResponseHeader
+from mq.store.status import GetMessageStatus
+
+if TYPE_CHECKING:
+    from mq.daemon.broker.controller import BrokerController
+
+log = logging.getLogger(__name__)
+
+RC = ResponseCode
+_G = GetMessageStatus
+FLAG_COMMIT_OFFSET = 0x1
+FLAG_SUSPEND = 0x2
+FLAG_SUBSCRIPTION = 0x4
+
+_CODES = {
+    _G.FOUND: RC.SUCCESS,
+    _G.NO_MATCHED_MESSAGE: RC.PULL_RETRY_IMMEDIATELY,
+    _G.MESSAGE_WAS_REMOVING: RC.PULL_RETRY_IMMEDIATELY,
+    _G.OFFSET_FOUND_NULL: RC.PULL_NOT_FOUND,
+    _G.OFFSET_OVERFLOW_ONE: RC.PULL_NOT_FOUND,
+    _G.OFFSET_OVERFLOW_BADLY: RC.PULL_OFFSET_MOVED,
+    _G.OFFSET_TOO_SMALL: RC.PULL_OFFSET_MOVED,
+}
+
+
+class PullProcessor:
+    def __init__(self, controller: "BrokerController") -> None:
+        self.c = controller
+
+    def register(self, server: Any) -> None:
+        server.register(RequestCode.PULL_MESSAGE, self.handle)
+
+    def handle(self, conn: Any, cmd: RemotingCommand) -> RemotingCommand | None:
+        h = PullMessageRequestHeader.from_ext(cmd.ext_fields)
+        return self.process(conn, cmd, h, True)
+
+    def reexecute(self, req: HeldPull) -> None:
+        resp = self.process(req.conn, req.cmd, req.header, False)
+        if resp is not None:
+            req.conn.send_response(resp)
+
+    def process(self, conn: Any, cmd: RemotingCommand, h: PullMessageRequestHeader,
+                allow_suspend: bool) -> RemotingCommand | None:
+        c = self.c
+        cfg = c.config
+        group, topic, qid = h.consumer_group, h.topic, h.queue_id
+        if not cfg.broker_permission & PERM_READ:
+            return cmd.response(RC.NO_PERMISSION, f"the broker[{c.address}] pulling message is forbidden")
+        sgc = c.subscription_groups.find_or_create(group)
+        if sgc is None:
+            return cmd.response(RC.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group [{group}] does not exist, "
+                                "https://rocketmq.apache.org/docs/bestPractice/06FAQ")
+        if not sgc.consume_enable:
+            return cmd.response(RC.NO_PERMISSION, f"subscription group no permission, {group}")
+        flag = h.sys_flag
+        tc = c.topic_config.get(topic)
+        if tc is None:
+            return cmd.response(RC.TOPIC_NOT_EXIST, f"topic[{topic}] not exist, apply first please! "
+                                "https://rocketmq.apache.org/docs/bestPractice/06FAQ")
+        if not tc.perm & PERM_READ:
+            return cmd.response(RC.NO_PERMISSION, f"the topic[{topic}] pulling message is forbidden")
+        if qid < 0 or qid >= tc.read_queue_nums:
+            return cmd.response(RC.SYSTEM_ERROR, f"queueId[{qid}] is illegal, topic:[{topic}] "
+                                f"topicConfig.readQueueNums:[{tc.read_queue_nums}] consumer:[{conn.remote_addr}]")
+        if flag & FLAG_SUBSCRIPTION:
+            etype = (h.expression_type or "TAG").upper()
+            if etype != "TAG":
+                return cmd.response(RC.SYSTEM_ERROR, "The broker does not support consumer to filter message by "
+                                    + etype)
+            sub = parse_subscription(topic, h.subscription)
+        else:
+            info = c.consumers.get(group)
+            if info is None:
+                return cmd.response(RC.SUBSCRIPTION_NOT_EXIST, f"the consumer's group info not exist, {group}")
+            if not sgc.consume_broadcast_enable and info.message_model == MessageModel.BROADCASTING:
+                return cmd.response(RC.NO_PERMISSION, f"the consumer group[{group}] can not consume by broadcast "
+                                    "way")
+            sd = info.subscriptions.get(topic)
+            if sd is None:
+                return cmd.response(RC.SUBSCRIPTION_NOT_EXIST, f"the consumer's subscription not exist, {topic}")
+            if sd.sub_version < h.sub_version:
+                return cmd.response(RC.SUBSCRIPTION_NOT_LATEST, f"the consumer's subscription not latest, {topic}")
+            if sd.expression_type != "TAG":
+                return cmd.response(RC.SYSTEM_ERROR, "The broker does not support consumer to filter message by "
+                                    + sd.expression_type)
+            sub = info.filters.get(topic) or parse_subscription(topic, sd.sub_string)
+        codes = None if sub.is_all else sub.code_set
+        store = c.store
+        r = store.get_message(group, topic, qid, h.queue_offset, h.max_msg_nums, codes)
+        st = r.status
+        code = _CODES.get(st)
+        if code is None:  # NO_MATCHED_LOGIC_QUEUE / NO_MESSAGE_IN_QUEUE
+            code = RC.PULL_OFFSET_MOVED if h.queue_offset != 0 else RC.PULL_NOT_FOUND
+        body = None
+        if code == RC.SUCCESS:
+            body = r.buffers[0] if len(r.buffers) == 1 else b"".join(r.buffers)
+            c.stats.on_get(r.message_count)
+        elif code == RC.PULL_NOT_FOUND and allow_suspend and flag & FLAG_SUSPEND:
+            ms = h.suspend_timeout_millis if cfg.long_polling_enable else cfg.short_polling_time_mills
+            ms = min(max(ms, 0), cfg.broker_suspend_max_time_millis)
+            matches = None if codes is None else sub.matches_code
+            if ms > 0 and c.hold_service.hold(conn, cmd, h, matches, ms / 1000.0):
+                if flag & FLAG_COMMIT_OFFSET:
+                    c.offsets.commit(conn.remote_addr, group, topic, qid, h.commit_offset)
+                return None
+        if allow_suspend and flag & FLAG_COMMIT_OFFSET:
+            c.offsets.commit(conn.remote_addr, group, topic, qid, h.commit_offset)
+        ext = PullMessageResponseHeader(sgc.broker_id, r.next_begin_offset, r.min_offset, r.max_offset).to_ext()
+        return RemotingCommand(code, opaque=cmd.opaque, flag=1, remark=st.name, ext_fields=ext, body=body,
+                               serialize_type=cmd.serialize_type)

@@ -1,0 +1,286 @@
+"""SEND_MESSAGE (10), SEND_MESSAGE_V2 (310), SEND_BATCH_MESSAGE (320): PROTOCOL.md §4.1.1-4.1.2, FEATURES.md §1.5.
+
+Checks, in RocketMQ's order: broker write permission; topic name (SYSTEM_ERROR); forbidden system topics
+(NO_PERMISSION); unknown topic -> auto-create from ``defaultTopic`` (TBW102) when it has the INHERIT bit, or
+``%RETRY%`` topics with one queue, else TOPIC_NOT_EXIST; queue id range (SYSTEM_ERROR; negative picks a random
+writable queue); topic write permission. ``%RETRY%<group>`` sends are routed to ``%DLQ%<group>`` once
+``reconsumeTimes >= maxReconsumeTimes`` (``handleRetryAndDLQ``); ``TRAN_MSG=true`` messages are stored as half
+messages in RMQ_SYS_TRANS_HALF_TOPIC queue 0 with REAL_TOPIC/REAL_QID; DELAY is handled by the store.
+
+Properties: the string is stored as sent, except that ``WAIT`` is cut out and ``CLUSTER=<cluster>`` appended
+(what a 4.9.4 broker stores); it is parsed once into a dict for the store's own needs.
+
+Batches: the ``m`` flag (``true`` or the C++ client's ``1``: our choice, so C++ batches work) or code 320.
+
+The put never blocks the event loop: ``put_messages_async`` appends at once; under ASYNC_FLUSH its future is
+already done and the response is written in the same step; under SYNC_FLUSH the response is sent from the
+future's callback (through ``LoopPoster``) when the group commit returns, so the worker is free for the next
+send. Past ``maxPendingFlushAcks`` such sends the worker awaits the flush instead (backpressure).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from typing import TYPE_CHECKING, Any
+
+from mq.common import properties as P
+from mq.common import sysflag as SF
+from mq.common import topic as T
+from mq.common.hosts import pack_host
+from mq.common.message import MessageExtBrokerInner
+from mq.common.properties import decode_properties, encode_properties
+from mq.common.record import iter_batch
+from mq.daemon.broker.flow_control import SEND_GROUP, os_page_cache_busy
+from mq.daemon.broker.topic_config import PERM_WRITE
+from mq.errors import InvalidTopicError, RemoteProtocolError
+from mq.protocol.codes import RequestCode, ResponseCode
+from mq.protocol.command import RemotingCommand
+from mq.protocol.headers import SendMessageRequestHeader, SendMessageRequestHeaderV2, SendMessageResponseHeader
+from mq.remoting import TIMEOUT_CLEAN_PREFIX, RejectRequest, request_context
+from mq.store.status import PutMessageResult, PutMessageStatus
+
+if TYPE_CHECKING:
+    from mq.daemon.broker.controller import BrokerController
+
+log = logging.getLogger(__name__)
+
+RC = ResponseCode
+_S = PutMessageStatus
+#: C++ clients (version >= V3_4_9 = 121) may override the group's retryMaxTimes.
+VERSION_MAX_RECONSUME_OVERRIDE = 121
+_WAIT_SEG = P.WAIT_STORE_MSG_OK + P.NAME_VALUE_SEPARATOR
+
+_STATUS_CODES = {
+    _S.PUT_OK: RC.SUCCESS,
+    _S.FLUSH_DISK_TIMEOUT: RC.FLUSH_DISK_TIMEOUT,
+    _S.FLUSH_SLAVE_TIMEOUT: RC.FLUSH_SLAVE_TIMEOUT,
+    _S.SLAVE_NOT_AVAILABLE: RC.SLAVE_NOT_AVAILABLE,
+}
+
+
+def rewrite_properties(text: str | None, cluster_pair: str) -> str:
+    """Cut the ``WAIT`` pair out of a properties string and append ``CLUSTER``; everything else as sent."""
+    s = text or ""
+    i = s.find(_WAIT_SEG)
+    while i > 0 and s[i - 1] != P.PROPERTY_SEPARATOR:
+        i = s.find(_WAIT_SEG, i + 1)
+    if i >= 0:
+        j = s.find(P.PROPERTY_SEPARATOR, i)
+        s = s[:i] + s[j + 1:] if j >= 0 else s[:i]
+    if s and not s.endswith(P.PROPERTY_SEPARATOR):
+        s += P.PROPERTY_SEPARATOR
+    return s + cluster_pair
+
+
+def born_host_of(conn: Any) -> bytes:
+    """The packed BORNHOST of a connection's peer (cached on the connection)."""
+    b = conn.attrs.get("born_host")
+    if b is None:
+        host, _, port = conn.remote_addr.rpartition(":")
+        try:
+            b = pack_host(host.strip("[]"), int(port))
+        except ValueError:
+            b = pack_host("127.0.0.1", 0)
+        conn.attrs["born_host"] = b
+    return b
+
+
+def put_status_response(cmd: RemotingCommand, res: PutMessageResult, max_size: int) -> RemotingCommand | None:
+    """The error response for a put that did not store; None when the message is stored."""
+    st = res.status
+    if st in _STATUS_CODES:
+        return None
+    if st is _S.MESSAGE_ILLEGAL or st is _S.PROPERTIES_SIZE_EXCEEDED:
+        return cmd.response(RC.MESSAGE_ILLEGAL,
+                            f"the message is illegal, maybe msg body or properties length not matched. msg body "
+                            f"length limit {max_size}B, properties length limit {P.MAX_PROPERTIES_LENGTH}B. "
+                            f"({res.remark or st.name})")
+    if st is _S.SERVICE_NOT_AVAILABLE:
+        return cmd.response(RC.SERVICE_NOT_AVAILABLE,
+                            f"service not available now. It may be caused by one of the following reasons: the "
+                            f"broker's disk is full, messages are put to the slave, message store has been shut "
+                            f"down, etc. ({res.remark})")
+    if st is _S.OS_PAGECACHE_BUSY:
+        return cmd.response(RC.SYSTEM_ERROR, "[PC_SYNCHRONIZED]broker busy, start flow control for a while")
+    if st is _S.CREATE_MAPPED_FILE_FAILED:
+        return cmd.response(RC.SYSTEM_ERROR, "create mapped file failed, server is busy or broken.")
+    return cmd.response(RC.SYSTEM_ERROR, st.name)
+
+
+class SendProcessor:
+    def __init__(self, controller: "BrokerController") -> None:
+        self.c = controller
+        cfg = controller.config
+        self.cluster_pair = P.CLUSTER + P.NAME_VALUE_SEPARATOR + cfg.broker_cluster_name
+        self.region = cfg.region_id
+        self.trace_on = cfg.trace_on
+        self.wait_limit_s = cfg.wait_time_mills_in_send_queue / 1000.0
+        self.fast_failure = cfg.broker_fast_failure_enable
+        self.max_pending = cfg.max_pending_flush_acks
+        self.pending_acks = 0
+
+    def register(self, server: Any) -> None:
+        for code in (RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE):
+            server.register(code, self.handle, group=SEND_GROUP)
+
+    async def handle(self, conn: Any, cmd: RemotingCommand) -> RemotingCommand | None:
+        if self.fast_failure:
+            ctx = request_context()
+            if ctx is not None and ctx.queue_wait > self.wait_limit_s:
+                return cmd.response(RC.SYSTEM_BUSY, f"{TIMEOUT_CLEAN_PREFIX}broker busy, start flow control for a "
+                                    f"while, period in queue: {ctx.queue_wait * 1000:.0f}ms, size of queue: "
+                                    f"{self.c.server.registry.group(SEND_GROUP).queued}")
+            if os_page_cache_busy(self.c.store):
+                raise RejectRequest("system busy, start flow control for a while")
+        if cmd.code == RequestCode.SEND_MESSAGE:
+            h = SendMessageRequestHeader.from_ext(cmd.ext_fields)
+        else:
+            h = SendMessageRequestHeaderV2.from_ext(cmd.ext_fields)
+        batch = h.batch or cmd.code == RequestCode.SEND_BATCH_MESSAGE
+        prepared = self._prepare(conn, cmd, h, batch)
+        if prepared.__class__ is RemotingCommand:
+            return prepared  # type: ignore[return-value]
+        msgs, queue_id = prepared  # type: ignore[misc]
+        store = self.c.store
+        fut = store.put_messages_async(msgs)
+        if fut.done():
+            return self._response(cmd, fut.result(), queue_id)
+        if cmd.flag & 2:  # oneway: nobody waits for the answer
+            return None
+        if self.pending_acks < self.max_pending:
+            self.pending_acks += 1
+            poster = self.c.poster
+            fut.add_done_callback(lambda f: poster.post(self._late_reply, conn, cmd, f, queue_id))
+            return None
+        res = await asyncio.wrap_future(fut)
+        return self._response(cmd, res, queue_id)
+
+    def _late_reply(self, conn: Any, cmd: RemotingCommand, fut: Any, queue_id: int) -> None:
+        self.pending_acks -= 1
+        try:
+            resp = self._response(cmd, fut.result(), queue_id)
+        except Exception as exc:  # pragma: no cover - the store resolves futures with results
+            log.exception("send completion failed")
+            resp = cmd.response(RC.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}")
+        conn.send_response(resp)
+
+    def _response(self, cmd: RemotingCommand, res: PutMessageResult, queue_id: int) -> RemotingCommand:
+        code = _STATUS_CODES.get(res.status)
+        if code is None:
+            return put_status_response(cmd, res, self.c.store.config.max_message_size)  # type: ignore[return-value]
+        self.c.stats.on_put(res.msg_num)
+        ext = SendMessageResponseHeader(res.msg_id, queue_id, res.queue_offset, None, self.region,
+                                        self.trace_on).to_ext()
+        return RemotingCommand(code, opaque=cmd.opaque, flag=1, ext_fields=ext,
+                               serialize_type=cmd.serialize_type)
+
+    # -- checks ------------------------------------------------------------------------------------------
+    def _prepare(self, conn: Any, cmd: RemotingCommand, h: Any, batch: bool):
+        c = self.c
+        topic = h.topic
+        if not c.config.broker_permission & PERM_WRITE:
+            return cmd.response(RC.NO_PERMISSION, f"the broker[{c.address}] sending message is forbidden")
+        try:
+            T.validate_topic(topic)
+        except InvalidTopicError as exc:
+            return cmd.response(RC.SYSTEM_ERROR, str(exc))
+        if T.is_not_allowed_send_topic(topic):
+            return cmd.response(RC.NO_PERMISSION, f"Sending message to topic[{topic}] is forbidden.")
+        tcm = c.topic_config
+        tc = tcm.get(topic)
+        if tc is None:
+            if T.is_retry_topic(topic):
+                tc = tcm.create_system(topic, 1, 6)
+            else:
+                tc = tcm.create_in_send(topic, h.default_topic, h.default_topic_queue_nums,
+                                        getattr(h, "topic_sys_flag", 0) or 0)
+            if tc is None:
+                return cmd.response(RC.TOPIC_NOT_EXIST, f"topic[{topic}] not exist, apply first please! "
+                                    "https://rocketmq.apache.org/docs/bestPractice/06FAQ")
+        queue_id = h.queue_id
+        limit = max(tc.read_queue_nums, tc.write_queue_nums)
+        if queue_id >= limit:
+            return cmd.response(RC.SYSTEM_ERROR, f"request queueId[{queue_id}] is illegal, {tc} Producer: "
+                                f"{conn.remote_addr}")
+        if queue_id < 0:
+            queue_id = random.randrange(99_999_999) % max(1, tc.write_queue_nums)
+        if not tc.perm & PERM_WRITE:
+            return cmd.response(RC.NO_PERMISSION, f"the topic[{topic}] sending message is forbidden")
+        body = cmd.body or b""
+        born = born_host_of(conn)
+        reconsume = h.reconsume_times or 0
+        if batch:
+            return self._batch(cmd, h, topic, queue_id, body, born, reconsume)
+        props_s = h.properties
+        props = decode_properties(props_s)
+        sys_flag = h.sys_flag
+        if T.is_retry_topic(topic):
+            routed = self._retry_or_dlq(cmd, h, topic, reconsume)
+            if routed.__class__ is RemotingCommand:
+                return routed
+            if routed is not None:
+                topic, queue_id = routed  # type: ignore[misc]
+                if P.DELAY_TIME_LEVEL in props:
+                    del props[P.DELAY_TIME_LEVEL]
+                    props_s = encode_properties(props)
+        stored_s = rewrite_properties(props_s, self.cluster_pair)
+        if props.get(P.TRANSACTION_PREPARED) == "true":
+            if c.config.reject_transaction_message:
+                return cmd.response(RC.NO_PERMISSION,
+                                    f"the broker[{c.address}] sending transaction message is forbidden")
+            stored_s, topic, queue_id, sys_flag = self._half(stored_s, props, topic, queue_id, sys_flag)
+        msg = MessageExtBrokerInner(topic=topic, body=body, flag=h.flag, properties=props, queue_id=queue_id,
+                                    sys_flag=sys_flag, born_timestamp=h.born_timestamp, born_host=born,
+                                    reconsume_times=reconsume, properties_string=stored_s)
+        return [msg], queue_id
+
+    def _batch(self, cmd: RemotingCommand, h: Any, topic: str, queue_id: int, body: bytes, born: bytes,
+               reconsume: int):
+        if T.is_retry_topic(topic):
+            return cmd.response(RC.MESSAGE_ILLEGAL, f"Retry group topic[{topic}] does not support batch message")
+        try:
+            entries = list(iter_batch(body))
+        except RemoteProtocolError as exc:
+            return cmd.response(RC.MESSAGE_ILLEGAL, f"the batch body is malformed: {exc}")
+        if not entries:
+            return cmd.response(RC.MESSAGE_ILLEGAL, "the batch holds no message")
+        pair = self.cluster_pair
+        msgs = []
+        for flag, mbody, props_s in entries:
+            props = decode_properties(props_s)
+            if props.get(P.DELAY_TIME_LEVEL, "0") not in ("", "0"):
+                return cmd.response(RC.MESSAGE_ILLEGAL, "Delay message is not supported in a batch")
+            msgs.append(MessageExtBrokerInner(
+                topic=topic, body=mbody, flag=flag, properties=props, queue_id=queue_id, sys_flag=h.sys_flag,
+                born_timestamp=h.born_timestamp, born_host=born, reconsume_times=reconsume,
+                properties_string=rewrite_properties(props_s, pair)))
+        return msgs, queue_id
+
+    def _retry_or_dlq(self, cmd: RemotingCommand, h: Any, topic: str, reconsume: int):
+        c = self.c
+        group = topic[len(T.RETRY_GROUP_TOPIC_PREFIX):]
+        sgc = c.subscription_groups.find_or_create(group)
+        if sgc is None:
+            return cmd.response(RC.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group not exist, {group} "
+                                "https://rocketmq.apache.org/docs/bestPractice/06FAQ")
+        max_times = sgc.retry_max_times
+        if cmd.version >= VERSION_MAX_RECONSUME_OVERRIDE and h.max_reconsume_times is not None:
+            max_times = h.max_reconsume_times
+        if reconsume < max_times:
+            return None
+        dlq = T.dlq_topic(group)
+        tc = c.topic_config.create_system(dlq, 1, 6)
+        if not tc.perm & PERM_WRITE:
+            return cmd.response(RC.NO_PERMISSION, f"the topic[{dlq}] sending message is forbidden")
+        log.info("message to %s reached %d reconsume times: stored in %s", topic, reconsume, dlq)
+        return dlq, 0
+
+    def _half(self, stored_s: str, props: dict, topic: str, queue_id: int, sys_flag: int):
+        tc = self.c.topic_config.create_system(T.TRANS_HALF_TOPIC, 1, 6)
+        props[P.REAL_TOPIC] = topic
+        props[P.REAL_QUEUE_ID] = str(queue_id)
+        stored_s = (f"{stored_s}{P.PROPERTY_SEPARATOR}{P.REAL_TOPIC}{P.NAME_VALUE_SEPARATOR}{topic}"
+                    f"{P.PROPERTY_SEPARATOR}{P.REAL_QUEUE_ID}{P.NAME_VALUE_SEPARATOR}{queue_id}")
+        return stored_s, tc.topic_name, 0, SF.reset_transaction_type(sys_flag, SF.TRANSACTION_NOT_TYPE)

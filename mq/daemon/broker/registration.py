@@ -1,0 +1,143 @@
+"""Registration with the name servers (RocketMQ ``BrokerOuterAPI``), PROTOCOL.md §4.3.
+
+REGISTER_BROKER carries a RegisterBrokerBody (the topic table and its data version; zlib form when
+``compressedRegister``) and ``bodyCrc32``. It is sent to every name server concurrently at start, every
+``registerNameServerPeriod`` (30 s) and soon after each topic change; UNREGISTER_BROKER at a clean shutdown.
+When the broker is not both readable and writable, every topic's perm is narrowed to ``brokerPermission``.
+A name server that cannot be reached is logged and retried on the next period; it never stops the broker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import zlib
+from typing import TYPE_CHECKING
+
+from mq.errors import MQError
+from mq.protocol.bodies import (RegisterBrokerBody, TopicConfig, TopicConfigSerializeWrapper)
+from mq.protocol.codes import RequestCode, ResponseCode
+from mq.protocol.command import RemotingCommand
+from mq.protocol.headers import RegisterBrokerRequestHeader, UnregisterBrokerRequestHeader
+from mq.remoting import RemotingClient
+
+if TYPE_CHECKING:
+    from mq.daemon.broker.controller import BrokerController
+
+log = logging.getLogger(__name__)
+
+
+class Registrar:
+    def __init__(self, controller: "BrokerController") -> None:
+        self.c = controller
+        self.client = RemotingClient(name="broker->namesrv", connect_timeout=3.0)
+        self._task: asyncio.Task | None = None
+        self._soon: asyncio.Task | None = None
+        self.registrations = 0
+        self.last_errors: dict[str, str] = {}
+
+    @property
+    def namesrv_addrs(self) -> list[str]:
+        return self.c.config.namesrv_addrs
+
+    def _body(self) -> bytes:
+        c = self.c
+        wrapper = c.topic_config.wrapper()
+        perm = c.config.broker_permission
+        if perm & 6 != 6:  # not both readable and writable: narrow every topic (PermName)
+            table = {}
+            for name, tc in wrapper.topic_config_table.items():
+                table[name] = TopicConfig(topic_name=tc.topic_name, read_queue_nums=tc.read_queue_nums,
+                                          write_queue_nums=tc.write_queue_nums, perm=tc.perm & perm,
+                                          topic_filter_type=tc.topic_filter_type, topic_sys_flag=tc.topic_sys_flag,
+                                          order=tc.order)
+            wrapper = TopicConfigSerializeWrapper(topic_config_table=table, data_version=wrapper.data_version)
+        return RegisterBrokerBody(topic_config_serialize_wrapper=wrapper).encode(c.config.compressed_register)
+
+    async def register_all(self, force: bool = False) -> int:
+        """Register with every name server now; returns how many accepted."""
+        addrs = self.namesrv_addrs
+        if not addrs:
+            return 0
+        c = self.c
+        body = self._body()
+        ext = RegisterBrokerRequestHeader(c.broker_name, c.address, c.cluster, f"{c.config.advertised_host}:"
+                                          f"{c.port + 1}", c.broker_id, c.config.compressed_register,
+                                          zlib.crc32(body) & 0x7FFFFFFF).to_ext()
+        timeout = c.config.register_broker_timeout_mills / 1000.0
+        results = await asyncio.gather(*(self._register_one(a, ext, body, timeout) for a in addrs))
+        ok = sum(results)
+        self.registrations += 1
+        return ok
+
+    async def _register_one(self, addr: str, ext: dict[str, str], body: bytes, timeout: float) -> bool:
+        cmd = RemotingCommand.request(RequestCode.REGISTER_BROKER, dict(ext), body)
+        try:
+            resp = await self.client.invoke(addr, cmd, timeout)
+        except (MQError, OSError) as exc:
+            if self.last_errors.get(addr) != str(exc):
+                log.warning("register with name server %s failed: %s", addr, exc)
+            self.last_errors[addr] = str(exc)
+            return False
+        if resp.code != ResponseCode.SUCCESS:
+            log.warning("name server %s refused registration: code %s %s", addr, resp.code, resp.remark)
+            self.last_errors[addr] = f"code {resp.code}"
+            return False
+        if addr in self.last_errors:
+            log.info("registered with name server %s again", addr)
+            del self.last_errors[addr]
+        return True
+
+    async def unregister_all(self) -> None:
+        c = self.c
+        ext = UnregisterBrokerRequestHeader(c.broker_name, c.address, c.cluster, c.broker_id).to_ext()
+
+        async def one(addr: str) -> None:
+            try:
+                await self.client.invoke(addr, RemotingCommand.request(RequestCode.UNREGISTER_BROKER, dict(ext)),
+                                         2.0)
+            except (MQError, OSError) as exc:
+                log.warning("unregister from name server %s failed: %s", addr, exc)
+
+        await asyncio.gather(*(one(a) for a in self.namesrv_addrs))
+
+    def register_soon(self) -> None:
+        """Coalesce topic changes into one registration on the next loop iterations."""
+        if self._soon is not None and not self._soon.done():
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        self._soon = loop.create_task(self._register_later())
+
+    async def _register_later(self) -> None:
+        await asyncio.sleep(0.01)
+        try:
+            await self.register_all(force=True)
+        except Exception:
+            log.exception("registration after a topic change failed")
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._loop())
+
+    async def _loop(self) -> None:
+        period = min(max(self.c.config.register_name_server_period, 10_000), 60_000) / 1000.0
+        if self.c.config.register_name_server_period < 10_000:  # tests may ask for faster periods
+            period = max(0.05, self.c.config.register_name_server_period / 1000.0)
+        while True:
+            await asyncio.sleep(period)
+            try:
+                await self.register_all(force=self.c.config.force_register)
+            except Exception:
+                log.exception("periodic registration failed")
+
+    async def stop(self) -> None:
+        for t in (self._task, self._soon):
+            if t is not None and not t.done():
+                t.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await t
+        self._task = self._soon = None
+        await self.client.close()

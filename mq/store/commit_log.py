@@ -1,0 +1,373 @@
+"""The commit log: every message of every topic, appended in arrival order (RocketMQ ``CommitLog``).
+
+Records are message format v1, byte for byte (``mq.common.record`` draws the table). A record never spans
+two segments: when ``size + 8 > remaining`` an 8-byte BLANK record closes the segment::
+
+    +--------+------+---------------------------------------+
+    | offset | size | field                                 |
+    +--------+------+---------------------------------------+
+    |      0 |    4 | remaining bytes of the segment (int32) |
+    |      4 |    4 | BLANK magic 0xCBD43194                 |
+    +--------+------+---------------------------------------+
+
+This class only encodes, appends and reads; locking, flushing and dispatch belong to ``MessageStore``.
+``append`` must be called under the store's put lock.
+"""
+
+from __future__ import annotations
+
+import logging
+import struct
+import zlib
+from pathlib import Path
+from typing import NamedTuple
+
+from mq.common import properties as P
+from mq.common import sysflag as SF
+from mq.common.hosts import pack_host
+from mq.common.message import MessageExtBrokerInner
+from mq.common.properties import decode_properties, encode_properties
+from mq.common.record import (BLANK, BLANK_MAGIC_CODE, MESSAGE_MAGIC_CODE, RECORD_HEADER_V4, RECORD_PREFIX)
+from mq.common.tags import tags_code as compute_tags_code
+from mq.common.topic import SCHEDULE_TOPIC
+from mq.store.mapped_file_queue import MappedFileQueue
+from mq.store.status import PutMessageStatus
+
+log = logging.getLogger(__name__)
+
+_I16 = struct.Struct(">h")
+_I64 = struct.Struct(">q")
+_I32 = struct.Struct(">i")
+_TAIL_V4 = struct.Struct(">iqi")  # RECONSUMETIMES, PREPAREDTRANSACTIONOFFSET, BODYLENGTH
+_NOT, _COMMIT = SF.TRANSACTION_NOT_TYPE, SF.TRANSACTION_COMMIT_TYPE
+_PREPARED, _ROLLBACK = SF.TRANSACTION_PREPARED_TYPE, SF.TRANSACTION_ROLLBACK_TYPE
+_STORE_TS_POS_V4 = 56
+_new = tuple.__new__  # builds a NamedTuple without its Python-level __new__ (hot path)
+
+
+class DispatchRequest(NamedTuple):
+    """What the dispatchers need from one stored record (RocketMQ ``DispatchRequest``)."""
+
+    topic: str
+    queue_id: int
+    queue_offset: int
+    phy_offset: int
+    size: int
+    tags_code: int
+    store_timestamp: int
+    keys: str | None
+    uniq_key: str | None
+    tran_type: int
+
+
+class Prepared(NamedTuple):
+    """A message validated and encoded as far as possible outside the put lock."""
+
+    topic: str
+    queue_id: int
+    body: bytes
+    tail: bytes  # TOPICLENGTH TOPIC PROPERTIESLENGTH PROPERTIES
+    crc: int
+    flag: int
+    sys_flag: int
+    born_ts: int
+    born_host: bytes
+    reconsume: int
+    prepared_tx: int
+    total: int
+    tran_type: int
+    tags_code: int
+    delay_ms: int  # >0: tags code is store time + delay (schedule topic)
+    keys: str | None
+    uniq_key: str | None
+    wait: bool
+
+
+class AppendResult(NamedTuple):
+    status: PutMessageStatus
+    first_phy: int = 0
+    wrote_bytes: int = 0
+    first_queue_offset: int = 0
+    store_timestamp: int = 0
+    requests: list[DispatchRequest] | None = None
+    phy_offsets: list[int] | None = None
+
+
+class CommitLog:
+    def __init__(self, directory: Path, file_size: int, store_host: tuple[str, int], *,
+                 max_message_size: int = 4 * 1024 * 1024, delay_levels_ms: list[int] | None = None) -> None:
+        self.queue = MappedFileQueue(Path(directory), file_size)
+        self.file_size = file_size
+        self.store_host = pack_host(*store_host)
+        self.max_message_size = max_message_size
+        self.delay_levels_ms = delay_levels_ms or []
+        #: (topic, queue_id) -> next queue offset
+        self.topic_queue_table: dict[tuple[str, int], int] = {}
+        self._topic_prefix: dict[str, bytes] = {}
+        #: store timestamp of the last appended record (for the checkpoint)
+        self.last_store_timestamp = 0
+
+    # -- geometry ----------------------------------------------------------------------------------------
+    @property
+    def min_offset(self) -> int:
+        return self.queue.min_offset
+
+    @property
+    def max_offset(self) -> int:
+        return self.queue.max_offset
+
+    # -- put path ----------------------------------------------------------------------------------------
+    def prepare(self, msg: MessageExtBrokerInner) -> Prepared | PutMessageStatus:
+        """Validate and encode what does not depend on the log position (RocketMQ checkMessage + encode)."""
+        topic = msg.topic
+        prefix = self._topic_prefix.get(topic)
+        if prefix is None:
+            tb = topic.encode("utf-8")
+            if not tb or len(tb) > 127:
+                return PutMessageStatus.MESSAGE_ILLEGAL
+            prefix = bytes((len(tb),)) + tb
+            if len(self._topic_prefix) < 100_000:
+                self._topic_prefix[topic] = prefix
+        body = msg.body or b""
+        if len(body) > self.max_message_size:
+            return PutMessageStatus.MESSAGE_ILLEGAL
+        props = msg.properties
+        sys_flag = msg.sys_flag
+        tran = sys_flag & SF.TRANSACTION_MASK
+        queue_id = msg.queue_id
+        props_s = msg.properties_string
+        delay_ms = 0
+        if tran == _NOT or tran == _COMMIT:
+            level = props.get(P.DELAY_TIME_LEVEL) if props else None
+            if level and level != "0" and self.delay_levels_ms:
+                try:
+                    lv = int(level)
+                except ValueError:
+                    lv = 0
+                if lv > 0:
+                    lv = min(lv, len(self.delay_levels_ms))
+                    props = dict(props)
+                    props[P.REAL_TOPIC] = topic
+                    props[P.REAL_QUEUE_ID] = str(queue_id)
+                    props[P.DELAY_TIME_LEVEL] = str(lv)
+                    if props_s is not None:
+                        base = decode_properties(props_s)
+                        base.update({P.REAL_TOPIC: topic, P.REAL_QUEUE_ID: str(queue_id),
+                                     P.DELAY_TIME_LEVEL: str(lv)})
+                        props_s = encode_properties(base)
+                    topic, queue_id = SCHEDULE_TOPIC, lv - 1
+                    prefix = bytes((len(SCHEDULE_TOPIC),)) + SCHEDULE_TOPIC.encode()
+                    delay_ms = self.delay_levels_ms[lv - 1]
+        if props_s is None:
+            props_s = encode_properties(props)
+        props_b = props_s.encode("utf-8")
+        if len(props_b) > 32767:
+            return PutMessageStatus.PROPERTIES_SIZE_EXCEEDED
+        born = msg.born_host
+        born_b = born if isinstance(born, bytes) else pack_host(*born)
+        if len(born_b) == 20:
+            sys_flag |= SF.BORNHOST_V6
+        else:
+            sys_flag &= ~SF.BORNHOST_V6
+        total = 91 + len(body) + len(prefix) - 1 + len(props_b) + (12 if len(born_b) == 20 else 0) \
+            + (12 if len(self.store_host) == 20 else 0)
+        if len(self.store_host) == 20:
+            sys_flag |= SF.STOREHOST_V6
+        if total > self.max_message_size + 65536:
+            return PutMessageStatus.MESSAGE_ILLEGAL
+        tc = msg.tags_code
+        if tc is None:
+            tc = compute_tags_code(props.get(P.TAGS)) if props else 0
+        return _new(Prepared, (
+            topic, queue_id, body, prefix + _I16.pack(len(props_b)) + props_b, zlib.crc32(body) & 0x7FFFFFFF,
+            msg.flag, sys_flag, msg.born_timestamp, born_b, msg.reconsume_times,
+            msg.prepared_transaction_offset, total, tran, tc, delay_ms,
+            props.get(P.KEYS) if props else None, props.get(P.UNIQ_CLIENT_MESSAGE_ID_KEYIDX) if props else None,
+            (props.get(P.WAIT_STORE_MSG_OK) != "false") if props else True,
+        ))
+
+    def append(self, batch: list[Prepared], store_ts: int) -> AppendResult:
+        """Append ``batch`` (all-or-nothing, one segment); caller holds the put lock."""
+        need = 0
+        for m in batch:
+            need += m.total
+        if need + 8 > self.file_size:
+            return AppendResult(PutMessageStatus.MESSAGE_ILLEGAL)
+        q = self.queue
+        files = q.files
+        mf = files[-1] if files else None
+        if mf is None or mf.wrote_position >= mf.file_size:
+            try:
+                mf = q.get_last_file(0)
+            except OSError:
+                log.exception("cannot create a commit log segment")
+                return AppendResult(PutMessageStatus.CREATE_MAPPED_FILE_FAILED)
+        pos = mf.wrote_position
+        if need + 8 > mf.file_size - pos:
+            BLANK.pack_into(mf.mm, pos, mf.file_size - pos, BLANK_MAGIC_CODE)
+            mf.wrote_position = mf.file_size
+            try:
+                mf = q.get_last_file(0)
+            except OSError:
+                log.exception("cannot create a commit log segment")
+                return AppendResult(PutMessageStatus.CREATE_MAPPED_FILE_FAILED)
+            pos = 0
+        mm = mf.mm
+        base = mf.start_offset
+        table = self.topic_queue_table
+        store_host = self.store_host
+        v4 = len(store_host) == 8
+        pack_into = RECORD_HEADER_V4.pack_into
+        requests = []
+        phys = []
+        first_phy = base + pos
+        first_qoff = -1
+        for m in batch:
+            topic, qid = m.topic, m.queue_id
+            tran = m.tran_type
+            if tran == _NOT or tran == _COMMIT:
+                key = (topic, qid)
+                qoff = table.get(key, 0)
+                table[key] = qoff + 1
+            else:
+                qoff = 0
+            if first_qoff < 0:
+                first_qoff = qoff
+            total = m.total
+            phy = base + pos
+            body = m.body
+            n = len(body)
+            if v4 and len(m.born_host) == 8:
+                b = pos + 88
+                mm[b:b + n] = body
+                mm[b + n:pos + total] = m.tail
+                pack_into(mm, pos, total, MESSAGE_MAGIC_CODE, m.crc, qid, m.flag, qoff, phy, m.sys_flag,
+                          m.born_ts, m.born_host, store_ts, store_host, m.reconsume, m.prepared_tx, n)
+            else:
+                rec = b"".join((
+                    RECORD_PREFIX.pack(total, MESSAGE_MAGIC_CODE, m.crc, qid, m.flag, qoff, phy, m.sys_flag,
+                                       m.born_ts),
+                    m.born_host, _I64.pack(store_ts), store_host, _TAIL_V4.pack(m.reconsume, m.prepared_tx, n),
+                    body, m.tail))
+                mm[pos:pos + total] = rec
+            pos += total
+            phys.append(phy)
+            requests.append(_new(DispatchRequest, (topic, qid, qoff, phy, total,
+                                                   store_ts + m.delay_ms if m.delay_ms else m.tags_code,
+                                                   store_ts, m.keys, m.uniq_key, tran)))
+        mf.wrote_position = pos
+        self.last_store_timestamp = store_ts
+        return _new(AppendResult, (PutMessageStatus.PUT_OK, first_phy, need, first_qoff, store_ts, requests, phys))
+
+    def msg_id(self, phy: int) -> str:
+        return (self.store_host + _I64.pack(phy)).hex().upper()
+
+    # -- read path ---------------------------------------------------------------------------------------
+    def read(self, phy: int, size: int) -> bytes | None:
+        """Copy of ``size`` bytes at physical offset ``phy`` (None if removed or not yet written)."""
+        mf = self.queue.find_by_offset(phy)
+        if mf is None:
+            return None
+        rel = phy - mf.start_offset
+        if rel + size > mf.wrote_position:
+            return None
+        return mf.read(rel, size)
+
+    def read_record(self, phy: int) -> bytes | None:
+        """The whole record at ``phy`` (size read from its TOTALSIZE field)."""
+        head = self.read(phy, 8)
+        if head is None:
+            return None
+        size, magic = BLANK.unpack(head)
+        if magic != MESSAGE_MAGIC_CODE or size < 91:
+            return None
+        return self.read(phy, size)
+
+    def store_timestamp_of(self, phy: int, size: int = 0) -> int | None:
+        """STORETIMESTAMP of the record at ``phy`` (IPv4 or IPv6 born host)."""
+        head = self.read(phy, 48)
+        if head is None:
+            return None
+        sys_flag = _I32.unpack_from(head, 36)[0]
+        pos = 56 if not sys_flag & SF.BORNHOST_V6 else 68
+        raw = self.read(phy + pos, 8)
+        return _I64.unpack(raw)[0] if raw else None
+
+    def segment_view(self, phy: int) -> tuple[memoryview, int, int] | None:
+        """(view of the segment's readable bytes, segment start, relative pos) for scanning from ``phy``."""
+        mf = self.queue.find_by_offset(phy)
+        if mf is None:
+            return None
+        return memoryview(mf.mm)[:mf.wrote_position], mf.start_offset, phy - mf.start_offset
+
+    # -- lifecycle ---------------------------------------------------------------------------------------
+    def load(self) -> None:
+        self.queue.load()
+
+    def flush(self, least_pages: int = 0) -> int:
+        return self.queue.flush(least_pages)
+
+    def close(self) -> None:
+        self.queue.close()
+
+
+def check_record(buf: memoryview, pos: int, *, check_crc: bool, delay_levels_ms: list[int],
+                 expect_phy: int | None = None) -> tuple[int, DispatchRequest | None]:
+    """RocketMQ ``checkMessageAndReturnSize``: validate the record at ``buf[pos]``.
+
+    Returns ``(size, request)``: ``(0, None)`` for a BLANK record (end of segment), ``(-1, None)`` for
+    anything else that is not a whole valid record (zeros, torn, corrupt), ``(size, request)`` otherwise."""
+    end = len(buf)
+    if pos + 8 > end:
+        return -1, None
+    total, magic = BLANK.unpack_from(buf, pos)
+    if magic == BLANK_MAGIC_CODE:
+        return 0, None
+    if magic != MESSAGE_MAGIC_CODE:
+        return -1, None
+    if total < 91 or pos + total > end:
+        return -1, None
+    try:
+        (_t, _m, crc, qid, _flag, qoff, phy, sys_flag, _born_ts) = RECORD_PREFIX.unpack_from(buf, pos)
+        if expect_phy is not None and phy != expect_phy:
+            return -1, None
+        p = pos + 48 + (20 if sys_flag & SF.BORNHOST_V6 else 8)
+        (store_ts,) = _I64.unpack_from(buf, p)
+        p += 8 + (20 if sys_flag & SF.STOREHOST_V6 else 8)
+        _rt, _prep, body_len = _TAIL_V4.unpack_from(buf, p)
+        p += 16
+        if body_len < 0 or p + body_len > pos + total:
+            return -1, None
+        if check_crc and body_len and (zlib.crc32(buf[p:p + body_len]) & 0x7FFFFFFF) != crc:
+            return -1, None
+        if check_crc and not body_len and crc != 0:
+            return -1, None
+        p += body_len
+        tlen = buf[p]
+        if tlen == 0 or tlen > 127:
+            return -1, None
+        topic = bytes(buf[p + 1:p + 1 + tlen]).decode("utf-8")
+        p += 1 + tlen
+        (plen,) = _I16.unpack_from(buf, p)
+        p += 2
+        if plen < 0 or p + plen != pos + total:
+            return -1, None
+        keys = uniq = None
+        tc = 0
+        if plen:
+            props = decode_properties(bytes(buf[p:p + plen]).decode("utf-8", "replace"))
+            keys = props.get(P.KEYS)
+            uniq = props.get(P.UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
+            tc = compute_tags_code(props.get(P.TAGS))
+            if topic == SCHEDULE_TOPIC and delay_levels_ms:
+                lv = props.get(P.DELAY_TIME_LEVEL)
+                if lv:
+                    try:
+                        level = min(int(lv), len(delay_levels_ms))
+                        tc = store_ts + (delay_levels_ms[level - 1] if level > 0 else 1000)
+                    except ValueError:
+                        tc = store_ts + 1000
+    except (struct.error, IndexError, UnicodeDecodeError):
+        return -1, None
+    return total, DispatchRequest(topic, qid, qoff, phy, total, tc, store_ts, keys, uniq,
+                                  sys_flag & SF.TRANSACTION_MASK)

@@ -1,0 +1,306 @@
+"""Consume queue of one topic/queue (RocketMQ ``ConsumeQueue``): a dense array of 20-byte units.
+
+Unit *i* (queue offset *i*) lives at logical byte ``i * 20``; segments are named by that byte offset::
+
+    +--------+------+-----------------+------------------------------------------+
+    | offset | size | field           | meaning                                  |
+    +--------+------+-----------------+------------------------------------------+
+    |      0 |    8 | commitLogOffset | physical offset of the record            |
+    |      8 |    4 | size            | TOTALSIZE of the record                  |
+    |     12 |    8 | tagsCode        | hashCode(TAGS), or deliver time (delay)  |
+    +--------+------+-----------------+------------------------------------------+
+
+A filler unit ``(0, 0x7FFFFFFF, 0)`` pads a queue whose first segment starts above offset 0.
+"""
+
+from __future__ import annotations
+
+import logging
+import struct
+from pathlib import Path
+from typing import Callable
+
+from mq.store.mapped_file_queue import MappedFileQueue
+
+log = logging.getLogger(__name__)
+
+CQ_UNIT_FORMAT = ">qiq"
+CQ_UNIT = struct.Struct(CQ_UNIT_FORMAT)
+CQ_UNIT_SIZE = 20
+FILLER_SIZE = 0x7FFFFFFF
+_FILLER = CQ_UNIT.pack(0, FILLER_SIZE, 0)
+
+
+class ConsumeQueue:
+    __slots__ = ("topic", "queue_id", "queue", "file_size", "max_physic_offset", "min_logic_offset",
+                 "_pack_into")
+
+    def __init__(self, topic: str, queue_id: int, root: Path, file_size: int) -> None:
+        self.topic = topic
+        self.queue_id = queue_id
+        self.file_size = file_size
+        self.queue = MappedFileQueue(Path(root) / topic / str(queue_id), file_size)
+        #: End (offset + size) of the last unit's record; -1 when empty.
+        self.max_physic_offset = -1
+        #: Byte position of the first valid unit.
+        self.min_logic_offset = 0
+        self._pack_into = CQ_UNIT.pack_into
+
+    # -- offsets -----------------------------------------------------------------------------------------
+    @property
+    def max_offset(self) -> int:
+        """Next queue offset to be written (RocketMQ ``getMaxOffsetInQueue``)."""
+        return self.queue.max_offset // CQ_UNIT_SIZE
+
+    @property
+    def min_offset(self) -> int:
+        return self.min_logic_offset // CQ_UNIT_SIZE
+
+    # -- writing -----------------------------------------------------------------------------------------
+    def put(self, cq_offset: int, phy: int, size: int, tags_code: int) -> bool:
+        """Append the unit for queue offset ``cq_offset``; duplicates (re-dispatch) are ignored."""
+        if phy + size <= self.max_physic_offset:
+            return True
+        expected = cq_offset * CQ_UNIT_SIZE
+        q = self.queue
+        files = q.files
+        mf = files[-1] if files else None
+        if mf is None or mf.wrote_position >= mf.file_size:
+            first = mf is None
+            mf = q.get_last_file(expected)
+            if first and cq_offset != 0 and mf.wrote_position == 0:
+                self._fill_before(mf, expected)
+        cur = mf.start_offset + mf.wrote_position
+        if cq_offset != 0:
+            if expected < cur:
+                return True
+            if expected != cur:
+                log.warning("[BUG] consume queue %s-%d: logic offset %d but write position %d", self.topic,
+                            self.queue_id, expected, cur)
+        pos = mf.wrote_position
+        self._pack_into(mf.mm, pos, phy, size, tags_code)
+        mf.wrote_position = pos + CQ_UNIT_SIZE
+        self.max_physic_offset = phy + size
+        return True
+
+    def _fill_before(self, mf, expected: int) -> None:
+        end = expected - mf.start_offset
+        mm = mf.mm
+        for pos in range(0, end, CQ_UNIT_SIZE):
+            mm[pos:pos + CQ_UNIT_SIZE] = _FILLER
+        mf.wrote_position = mf.flushed_position = end
+        self.queue.flushed_where = expected
+        self.min_logic_offset = expected
+
+    # -- reading -----------------------------------------------------------------------------------------
+    def read_units(self, index: int, max_units: int) -> bytes | None:
+        """Units from queue offset ``index`` up to the end of its segment (at most ``max_units``);
+        None when the segment is gone."""
+        pos = index * CQ_UNIT_SIZE
+        mf = self.queue.find_by_offset(pos)
+        if mf is None:
+            return None
+        rel = pos - mf.start_offset
+        end = min(mf.wrote_position, rel + max_units * CQ_UNIT_SIZE)
+        if end <= rel:
+            return b""
+        return mf.read(rel, end - rel)
+
+    def get_unit(self, index: int) -> tuple[int, int, int] | None:
+        raw = self.read_units(index, 1)
+        if not raw:
+            return None
+        return CQ_UNIT.unpack(raw)
+
+    def next_file_offset(self, index: int) -> int:
+        """Queue offset at which the segment after the one holding ``index`` starts."""
+        pos = index * CQ_UNIT_SIZE
+        return (pos + self.file_size - pos % self.file_size) // CQ_UNIT_SIZE
+
+    def search_offset_by_timestamp(self, timestamp: int, store_time_of: Callable[[int, int], int | None]) -> int:
+        """RocketMQ ``getOffsetInQueueByTime``: binary search on store time; nearest unit when no exact hit."""
+        lo, hi = self.min_offset, self.max_offset - 1
+        left = right = -1
+        left_t = right_t = 0
+        while lo <= hi:
+            mid = (lo + hi) // 2
+            unit = self.get_unit(mid)
+            t = store_time_of(unit[0], unit[1]) if unit else None
+            if t is None:  # record already removed: look at newer units
+                lo = mid + 1
+                continue
+            if t >= timestamp:
+                right, right_t, hi = mid, t, mid - 1
+            else:
+                left, left_t, lo = mid, t, mid + 1
+        if right != -1 and right_t == timestamp:
+            return right
+        if right == -1:
+            return left if left != -1 else 0
+        if left == -1:
+            return right
+        return right if abs(timestamp - left_t) > abs(timestamp - right_t) else left
+
+    # -- recovery and retention --------------------------------------------------------------------------
+    def load(self) -> None:
+        self.queue.load()
+
+    def recover(self) -> None:
+        """Scan from the third-to-last segment; the first invalid unit (offset < 0 or size <= 0) ends it."""
+        files = self.queue.files
+        if not files:
+            return
+        start = max(0, len(files) - 3)
+        process = files[start].start_offset
+        max_phy = -1
+        for mf in files[start:]:
+            data = mf.mm[:mf.file_size]
+            valid = 0
+            for phy, size, _tags in CQ_UNIT.iter_unpack(data):
+                if phy < 0 or size <= 0:
+                    break
+                valid += CQ_UNIT_SIZE
+                if size != FILLER_SIZE or phy != 0:
+                    max_phy = phy + size
+            process = mf.start_offset + valid
+            if valid < mf.file_size:
+                break
+        self.queue.truncate_dirty_files(process)
+        self.queue.flushed_where = process
+        self.max_physic_offset = max_phy
+
+    def truncate_dirty(self, phy_offset: int) -> None:
+        """Drop every unit whose record starts at or after ``phy_offset`` (RocketMQ truncateDirtyLogicFiles)."""
+        files = self.queue.files
+        while files:
+            mf = files[-1]
+            data = mf.mm[:mf.wrote_position]
+            cut = None
+            last_end = -1
+            for i, (phy, size, _t) in enumerate(CQ_UNIT.iter_unpack(data)):
+                if size == FILLER_SIZE and phy == 0:
+                    continue
+                if phy >= phy_offset:
+                    cut = i * CQ_UNIT_SIZE
+                    break
+                last_end = phy + size
+            if cut is None:
+                self.max_physic_offset = last_end if last_end >= 0 else self.max_physic_offset
+                break
+            if cut == 0 and len(files) > 1:
+                self.queue.truncate_dirty_files(mf.start_offset)
+                files = self.queue.files
+                continue
+            self.queue.truncate_dirty_files(mf.start_offset + cut)
+            self.max_physic_offset = last_end
+            break
+        if self.min_logic_offset > self.queue.max_offset:
+            self.min_logic_offset = self.queue.max_offset
+
+    def correct_min_offset(self, phy_min: int) -> None:
+        """Set min offset to the first unit (in the first segment) whose record is still in the log."""
+        mf = self.queue.first_file
+        if mf is None:
+            return
+        data = mf.mm[:mf.wrote_position]
+        base = mf.start_offset
+        for i, (phy, size, _t) in enumerate(CQ_UNIT.iter_unpack(data)):
+            if size == FILLER_SIZE and phy == 0:
+                continue
+            if phy >= phy_min:
+                self.min_logic_offset = max(self.min_logic_offset, base + i * CQ_UNIT_SIZE)
+                return
+        # every unit of the first file is gone: min is the end of the first file's data
+        self.min_logic_offset = max(self.min_logic_offset, base + mf.wrote_position)
+
+    def delete_expired(self, phy_min: int) -> int:
+        """Delete segments (not the last) whose last unit points below the commit log's min offset."""
+        deleted = 0
+        files = self.queue.files
+        while len(files) > 1:
+            mf = files[0]
+            if mf.wrote_position < CQ_UNIT_SIZE:
+                break
+            phy, size, _ = CQ_UNIT.unpack(mf.mm[mf.wrote_position - CQ_UNIT_SIZE:mf.wrote_position])
+            if phy >= phy_min:
+                break
+            self.queue.delete_first(1)
+            deleted += 1
+        if deleted:
+            self.min_logic_offset = max(self.min_logic_offset, self.queue.min_offset)
+        self.correct_min_offset(phy_min)
+        return deleted
+
+    def flush(self, least_pages: int = 0) -> int:
+        return self.queue.flush(least_pages)
+
+    def destroy(self) -> None:
+        self.queue.destroy()
+        self.max_physic_offset = -1
+        self.min_logic_offset = 0
+
+    def close(self) -> None:
+        self.queue.close()
+
+
+class ConsumeQueueTable:
+    """All consume queues of a store: ``<root>/consumequeue/<topic>/<queueId>/``."""
+
+    def __init__(self, root: Path, file_size: int) -> None:
+        self.root = Path(root)
+        self.file_size = file_size
+        self.queues: dict[str, dict[int, ConsumeQueue]] = {}
+
+    def find(self, topic: str, queue_id: int, *, create: bool = True) -> ConsumeQueue | None:
+        per = self.queues.get(topic)
+        if per is None:
+            if not create:
+                return None
+            per = self.queues[topic] = {}
+        cq = per.get(queue_id)
+        if cq is None and create:
+            cq = per[queue_id] = ConsumeQueue(topic, queue_id, self.root, self.file_size)
+        return cq
+
+    def __iter__(self):
+        for per in list(self.queues.values()):
+            yield from list(per.values())
+
+    def load(self) -> None:
+        """Map every ``<topic>/<int queueId>`` directory (others are skipped, as in RocketMQ)."""
+        if not self.root.is_dir():
+            return
+        for tdir in sorted(self.root.iterdir()):
+            if not tdir.is_dir():
+                continue
+            for qdir in sorted(tdir.iterdir()):
+                try:
+                    qid = int(qdir.name)
+                except ValueError:
+                    log.warning("skipping consume queue directory %s", qdir)
+                    continue
+                cq = self.find(tdir.name, qid)
+                cq.load()
+
+    def max_physic_offset(self) -> int:
+        return max((cq.max_physic_offset for cq in self), default=-1)
+
+    def delete_topic(self, topic: str) -> bool:
+        per = self.queues.pop(topic, None)
+        if per is None:
+            return False
+        for cq in per.values():
+            cq.destroy()
+        try:
+            (self.root / topic).rmdir()
+        except OSError:
+            pass
+        return True
+
+    def destroy_all(self) -> None:
+        for topic in list(self.queues):
+            self.delete_topic(topic)
+
+    def close(self) -> None:
+        for cq in self:
+            cq.close()

@@ -1,0 +1,183 @@
+"""Dispatch: turn stored records into consume-queue units and index entries (RocketMQ ReputMessageService).
+
+Design (measured, see benchmarks/store_dispatch.py): the append path already knows everything a consume-queue
+unit needs (topic, queue, offsets, size, tags code), so dispatch is driven by the append path from those
+``DispatchRequest`` tuples instead of re-parsing the log:
+
+- ASYNC_FLUSH: requests are dispatched inline, under the put lock, right after the append (the flush mode
+  promises nothing beyond the page cache, so the record is as durable as it will get).
+- SYNC_FLUSH: requests wait in the group-commit queue and are dispatched by the flush thread only after the
+  fdatasync covering them returned, so a reader never sees a message that a crash could still lose
+  (RocketMQ #8239).
+
+Index entries (keys, UNIQ_KEY) cost several microseconds each in Python, so they are built by a background
+``IndexDispatcher`` thread, in log order, right behind the consume queues (RocketMQ also builds the index
+asynchronously). ``reput`` re-parses the log; recovery and start-up use it to rebuild what is missing.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import threading
+from typing import Callable, Protocol
+
+from mq.common import sysflag as SF
+from mq.store.commit_log import CommitLog, DispatchRequest, check_record
+from mq.store.consume_queue import ConsumeQueueTable
+
+log = logging.getLogger(__name__)
+
+OnDispatch = Callable[[str, int, int, int], None]
+_NOT, _COMMIT, _ROLLBACK = SF.TRANSACTION_NOT_TYPE, SF.TRANSACTION_COMMIT_TYPE, SF.TRANSACTION_ROLLBACK_TYPE
+
+
+class IndexLike(Protocol):  # the INDEX helper's IndexService
+    def build_index(self, topic: str, keys: str | None, uniq_key: str | None, phy_offset: int,
+                    store_timestamp: int) -> None: ...
+
+
+class Dispatcher:
+    """Writes consume-queue units, queues index work, notifies long polling."""
+
+    def __init__(self, cq_table: ConsumeQueueTable, *, index: "IndexDispatcher | None" = None,
+                 on_dispatch: OnDispatch | None = None) -> None:
+        self.cq_table = cq_table
+        self.index = index
+        self.on_dispatch = on_dispatch
+        #: physical offset up to which records are dispatched
+        self.dispatched_offset = 0
+        #: store time of the last unit written (checkpoint logicsMsgTimestamp)
+        self.last_timestamp = 0
+        self.lock = threading.Lock()
+
+    def dispatch(self, requests: list[DispatchRequest]) -> None:
+        """Dispatch records in log order. Callers serialise calls (put lock or flush thread)."""
+        if not requests:
+            return
+        find = self.cq_table.find
+        queues = self.cq_table.queues
+        notify = self.on_dispatch
+        with self.lock:
+            for topic, qid, qoff, phy, size, tc, _ts, _k, _u, tran in requests:
+                if tran == _NOT or tran == _COMMIT:
+                    per = queues.get(topic)
+                    cq = per.get(qid) if per is not None else None
+                    if cq is None:
+                        cq = find(topic, qid)
+                    cq.put(qoff, phy, size, tc)
+                    if notify is not None:
+                        try:
+                            notify(topic, qid, qoff + 1, tc)
+                        except Exception:  # the broker's callback must not break the store
+                            log.exception("on_dispatch callback failed")
+            last = requests[-1]
+            self.dispatched_offset = last.phy_offset + last.size
+            self.last_timestamp = last.store_timestamp
+        if self.index is not None:
+            self.index.submit(requests)
+
+    def reput(self, commit_log: CommitLog, from_offset: int, *, check_crc: bool = False,
+              delay_levels_ms: list[int] | None = None, batch: int = 1024) -> int:
+        """Re-parse the log from ``from_offset`` to its end and dispatch every record; returns the offset
+        reached. Used at start-up, after abnormal recovery and by the dispatch benchmark."""
+        offset = max(from_offset, commit_log.min_offset)
+        levels = delay_levels_ms or []
+        pending: list[DispatchRequest] = []
+        while offset < commit_log.max_offset:
+            view = commit_log.segment_view(offset)
+            if view is None:
+                break
+            buf, start, pos = view
+            while True:
+                size, req = check_record(buf, pos, check_crc=check_crc, delay_levels_ms=levels)
+                if size > 0:
+                    pending.append(req)
+                    if len(pending) >= batch:
+                        self.dispatch(pending)
+                        pending = []
+                    pos += size
+                    continue
+                break
+            del buf
+            if size == 0:  # BLANK: continue in the next segment
+                offset = commit_log.queue.roll_next_file(start + pos)
+                continue
+            offset = start + pos
+            if offset < commit_log.max_offset:
+                log.error("reput: invalid record at offset %d; dispatch stops there", offset)
+            break
+        self.dispatch(pending)
+        return offset
+
+
+class IndexDispatcher:
+    """Builds index entries in a background thread, in log order, from dispatched requests."""
+
+    def __init__(self, index: IndexLike) -> None:
+        self.index = index
+        self._queue: collections.deque[list[DispatchRequest]] = collections.deque()
+        self._cond = threading.Condition()
+        self._stopped = False
+        self._thread: threading.Thread | None = None
+        #: store time / end offset of the last record whose keys are indexed
+        self.last_timestamp = 0
+        self.indexed_offset = 0
+        self._idle = threading.Event()
+        self._idle.set()
+
+    def submit(self, requests: list[DispatchRequest]) -> None:
+        if self._thread is None:  # not started (recovery): index synchronously
+            self._build(requests)
+            return
+        with self._cond:
+            self._queue.append(requests)
+            self._idle.clear()
+            self._cond.notify()
+
+    def _build(self, requests: list[DispatchRequest]) -> None:
+        build = self.index.build_index
+        for r in requests:
+            if (r.keys or r.uniq_key) and r.tran_type != _ROLLBACK:
+                try:
+                    build(r.topic, r.keys, r.uniq_key, r.phy_offset, r.store_timestamp)
+                except Exception:
+                    log.exception("index build failed at offset %d", r.phy_offset)
+        last = requests[-1]
+        self.last_timestamp = last.store_timestamp
+        self.indexed_offset = last.phy_offset + last.size
+
+    def start(self) -> None:
+        self._stopped = False
+        self._thread = threading.Thread(target=self._run, name="mq-store-index", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._queue and not self._stopped:
+                    self._idle.set()
+                    self._cond.wait()
+                if not self._queue and self._stopped:
+                    self._idle.set()
+                    return
+                work = list(self._queue)
+                self._queue.clear()
+            for requests in work:
+                if requests:
+                    self._build(requests)
+
+    def wait_idle(self, timeout: float | None = None) -> bool:
+        return self._idle.wait(timeout)
+
+    @property
+    def backlog(self) -> int:
+        return sum(len(r) for r in list(self._queue))
+
+    def stop(self) -> None:
+        with self._cond:
+            self._stopped = True
+            self._cond.notify()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None

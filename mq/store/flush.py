@@ -1,0 +1,291 @@
+"""Flushing the commit log and consume queues (RocketMQ FlushRealTimeService, GroupCommitService,
+FlushDiskWatcher, FlushConsumeQueueService).
+
+- ASYNC_FLUSH: ``AsyncFlushService`` wakes every ``flush_interval_commit_log`` ms and fdatasyncs when at
+  least ``flush_commit_log_least_pages`` pages are dirty (everything every thorough interval).
+- SYNC_FLUSH: ``GroupCommitService``. Appends join the current ``FlushGroup``; the flush thread swaps the
+  group out under the put lock, runs one ``os.fdatasync`` for everything written so far (new appends pile
+  up in the next group meanwhile), then dispatches the group's records and completes it: blocking callers
+  wake from one Event, non-blocking callers get their ``concurrent.futures.Future`` resolved. A group
+  older than ``sync_flush_timeout`` is answered FLUSH_DISK_TIMEOUT by the watcher; a failed fdatasync is
+  answered FLUSH_DISK_TIMEOUT and the store stops accepting writes - never PUT_OK.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import logging
+import os
+import threading
+import time
+from typing import Callable
+
+from mq.store.commit_log import CommitLog, DispatchRequest
+from mq.store.status import PutMessageResult, PutMessageStatus
+
+log = logging.getLogger(__name__)
+
+Fsync = Callable[[int], None]
+
+
+class PeriodicService:
+    """A daemon thread calling ``run_once`` every ``interval_ms`` until stopped (then once more)."""
+
+    name = "mq-store-service"
+
+    def __init__(self, interval_ms: int) -> None:
+        self.interval_ms = interval_ms
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval_ms / 1000.0):
+            try:
+                self.run_once()
+            except Exception:
+                log.exception("%s pass failed", self.name)
+
+    def run_once(self) -> None:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def stop(self, *, final_pass: bool = True) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        if final_pass:
+            try:
+                self.run_once()
+            except Exception:
+                log.exception("%s final pass failed", self.name)
+
+
+class AsyncFlushService(PeriodicService):
+    name = "mq-store-flush-commitlog"
+
+    def __init__(self, commit_log: CommitLog, *, interval_ms: int, least_pages: int, thorough_ms: int,
+                 on_flushed: Callable[[int], None], on_error: Callable[[BaseException], None],
+                 fsync: Fsync = os.fdatasync) -> None:
+        super().__init__(interval_ms)
+        self.commit_log = commit_log
+        self.least_pages = least_pages
+        self.thorough_ms = thorough_ms
+        self.on_flushed = on_flushed
+        self.on_error = on_error
+        self.fsync = fsync
+        self._last_thorough = time.monotonic()
+
+    def run_once(self, *, force: bool = False) -> None:
+        now = time.monotonic()
+        pages = self.least_pages
+        if force or (now - self._last_thorough) * 1000 >= self.thorough_ms:
+            pages = 0
+            self._last_thorough = now
+        ts = self.commit_log.last_store_timestamp
+        q = self.commit_log.queue
+        before = q.flushed_where
+        try:
+            after = q.flush(pages, self.fsync)
+        except OSError as exc:
+            self.on_error(exc)
+            return
+        if after > before:
+            self.on_flushed(ts)
+
+    def stop(self, *, final_pass: bool = True) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        if final_pass:
+            self.run_once(force=True)
+
+
+class FlushGroup:
+    """The appends that one fdatasync will cover."""
+
+    __slots__ = ("event", "status", "futures", "created", "count")
+
+    def __init__(self) -> None:
+        self.event = threading.Event()
+        self.status: PutMessageStatus | None = None
+        self.futures: list[tuple[concurrent.futures.Future, PutMessageResult]] = []
+        self.created = 0.0
+        self.count = 0
+
+    def complete(self, status: PutMessageStatus) -> None:
+        if self.status is None:
+            self.status = status
+        self.event.set()
+        for fut, res in self.futures:
+            _resolve(fut, res, status)
+
+    def wait(self, timeout: float) -> PutMessageStatus:
+        if not self.event.wait(timeout):
+            return PutMessageStatus.FLUSH_DISK_TIMEOUT
+        return self.status or PutMessageStatus.FLUSH_DISK_TIMEOUT
+
+
+def _resolve(fut: concurrent.futures.Future, res: PutMessageResult, status: PutMessageStatus) -> None:
+    if fut.done():
+        return
+    if status is not PutMessageStatus.PUT_OK:
+        res = PutMessageResult(status, res.wrote_offset, res.wrote_bytes, res.queue_offset, res.phy_offsets,
+                               res.store_timestamp, res.msg_num, "flush did not complete", res.store_host)
+    try:
+        fut.set_result(res)
+    except concurrent.futures.InvalidStateError:  # raced with the watcher
+        pass
+
+
+class GroupCommitService:
+    """SYNC_FLUSH group commit; ``add`` is called by the appender while it holds ``put_lock``."""
+
+    def __init__(self, commit_log: CommitLog, put_lock: threading.Lock,
+                 dispatch: Callable[[list[DispatchRequest]], None], *, timeout_ms: int,
+                 on_flushed: Callable[[int], None], on_error: Callable[[BaseException], None],
+                 fsync: Fsync = os.fdatasync) -> None:
+        self.commit_log = commit_log
+        self.put_lock = put_lock
+        self.dispatch = dispatch
+        self.timeout_ms = timeout_ms
+        self.on_flushed = on_flushed
+        self.on_error = on_error
+        self.fsync = fsync
+        self._group = FlushGroup()
+        self._pending: list[DispatchRequest] = []
+        self._inflight: list[FlushGroup] = []
+        self._wake = threading.Event()
+        self._stopped = False
+        self._thread: threading.Thread | None = None
+        self._watcher: threading.Thread | None = None
+        self.failed = False
+        self.flush_count = 0
+
+    # -- appender side (under put_lock) ------------------------------------------------------------------
+    def add(self, requests: list[DispatchRequest]) -> FlushGroup:
+        g = self._group
+        if not g.count:
+            g.created = time.monotonic()
+        g.count += len(requests)
+        self._pending.extend(requests)
+        self._wake.set()
+        return g
+
+    @property
+    def backlog_bytes(self) -> int:
+        p = self._pending
+        return (p[-1].phy_offset + p[-1].size - p[0].phy_offset) if p else 0
+
+    # -- flush thread ------------------------------------------------------------------------------------
+    def start(self) -> None:
+        self._stopped = False
+        self._thread = threading.Thread(target=self._run, name="mq-store-group-commit", daemon=True)
+        self._thread.start()
+        self._watcher = threading.Thread(target=self._watch, name="mq-store-flush-watcher", daemon=True)
+        self._watcher.start()
+
+    def _run(self) -> None:
+        while True:
+            self._wake.wait()
+            self._wake.clear()
+            if not self.flush_once() and self._stopped:
+                return
+
+    def flush_once(self) -> bool:
+        """One group commit; False when there was nothing to do."""
+        with self.put_lock:
+            g = self._group
+            reqs = self._pending
+            if not g.count and not reqs:
+                return False
+            self._group = FlushGroup()
+            self._pending = []
+            ts = self.commit_log.last_store_timestamp
+            self._inflight.append(g)
+        status = PutMessageStatus.PUT_OK
+        if self.failed:
+            status = PutMessageStatus.FLUSH_DISK_TIMEOUT
+        else:
+            try:
+                self.commit_log.queue.flush(0, self.fsync)
+                self.flush_count += 1
+            except OSError as exc:
+                self.failed = True
+                status = PutMessageStatus.FLUSH_DISK_TIMEOUT
+                self.on_error(exc)
+        if status is PutMessageStatus.PUT_OK:
+            try:
+                self.dispatch(reqs)
+            except Exception:
+                log.exception("dispatch after group commit failed")
+            self.on_flushed(ts)
+        g.complete(status)
+        try:
+            self._inflight.remove(g)
+        except ValueError:
+            pass
+        return True
+
+    def _watch(self) -> None:
+        period = min(0.1, self.timeout_ms / 4000.0)
+        while not self._stopped:
+            time.sleep(period)
+            limit = time.monotonic() - self.timeout_ms / 1000.0
+            for g in list(self._inflight) + [self._group]:
+                if g.count and g.created < limit and g.futures and g.status is None:
+                    for fut, res in g.futures:
+                        _resolve(fut, res, PutMessageStatus.FLUSH_DISK_TIMEOUT)
+
+    def stop(self) -> None:
+        self._stopped = True
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        if self._watcher is not None:
+            self._watcher.join()
+            self._watcher = None
+        while self.flush_once():
+            pass
+
+
+class ConsumeQueueFlushService(PeriodicService):
+    """Flush dirty consume queues and then the checkpoint (RocketMQ FlushConsumeQueueService)."""
+
+    name = "mq-store-flush-cq"
+
+    def __init__(self, queues: Callable[[], list], *, interval_ms: int, least_pages: int, thorough_ms: int,
+                 after: Callable[[], None]) -> None:
+        super().__init__(interval_ms)
+        self.queues = queues
+        self.least_pages = least_pages
+        self.thorough_ms = thorough_ms
+        self.after = after
+        self._last_thorough = time.monotonic()
+
+    def run_once(self, *, force: bool = False) -> None:
+        now = time.monotonic()
+        pages = self.least_pages
+        if force or (now - self._last_thorough) * 1000 >= self.thorough_ms:
+            pages = 0
+            self._last_thorough = now
+        for cq in self.queues():
+            try:
+                cq.flush(pages)
+            except (OSError, ValueError):
+                log.exception("consume queue %s-%s flush failed", cq.topic, cq.queue_id)
+        self.after()
+
+    def stop(self, *, final_pass: bool = True) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        if final_pass:
+            self.run_once(force=True)

@@ -1,0 +1,137 @@
+"""One preallocated, memory-mapped segment file (RocketMQ ``MappedFile``).
+
+A segment is named by the 20-digit decimal offset of its first byte in the logical stream and is exactly
+``file_size`` bytes on disk from creation (sparse, zero-filled via ``ftruncate``), as RocketMQ requires.
+Writes go through a shared ``mmap``: once copied they are in the page cache and survive a process crash.
+``flush`` calls ``os.fdatasync`` on the file descriptor; it releases the GIL and, on Linux, writes back
+pages dirtied through the mapping (``mmap.flush``/msync would hold the GIL: PERFORMANCE.md).
+"""
+
+from __future__ import annotations
+
+import logging
+import mmap
+import os
+from pathlib import Path
+from typing import Callable
+
+from mq.errors import MQError
+
+log = logging.getLogger(__name__)
+
+OS_PAGE_SIZE = 4096
+FILE_NAME_DIGITS = 20
+
+
+class StoreError(MQError):
+    """The store's files are unusable (wrong size, corrupt beyond repair, locked) or it was misused."""
+
+
+def offset_to_file_name(offset: int) -> str:
+    """``UtilAll.offset2FileName``: the decimal offset zero-padded to 20 digits."""
+    return f"{offset:0{FILE_NAME_DIGITS}d}"
+
+
+class MappedFile:
+    """A fixed-size segment mapped read/write. Positions are relative to the segment start."""
+
+    __slots__ = ("path", "file_size", "start_offset", "fd", "mm", "wrote_position", "flushed_position",
+                 "_closed", "last_store_timestamp")
+
+    def __init__(self, path: Path, file_size: int, *, create: bool = False) -> None:
+        self.path = Path(path)
+        self.file_size = file_size
+        try:
+            self.start_offset = int(self.path.name)
+        except ValueError:
+            raise StoreError(f"{self.path}: segment names must be a 20-digit offset") from None
+        flags = os.O_RDWR | (os.O_CREAT | os.O_EXCL if create else 0)
+        try:
+            self.fd = os.open(self.path, flags, 0o644)
+        except OSError as exc:
+            raise StoreError(f"cannot open segment {self.path}: {exc.strerror or exc}") from exc
+        try:
+            size = os.fstat(self.fd).st_size
+            if create:
+                os.ftruncate(self.fd, file_size)
+            elif size != file_size:
+                raise StoreError(f"{self.path} is {size} bytes; every segment must be exactly {file_size}")
+            self.mm = mmap.mmap(self.fd, file_size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+        except BaseException:
+            os.close(self.fd)
+            if create:
+                self.path.unlink(missing_ok=True)
+            raise
+        self.wrote_position = 0
+        self.flushed_position = 0
+        self.last_store_timestamp = 0
+        self._closed = False
+
+    @property
+    def end_offset(self) -> int:
+        return self.start_offset + self.file_size
+
+    @property
+    def is_full(self) -> bool:
+        return self.wrote_position >= self.file_size
+
+    @property
+    def remaining(self) -> int:
+        return self.file_size - self.wrote_position
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def read(self, pos: int, size: int) -> bytes | None:
+        """Copy ``size`` bytes at ``pos`` (relative); None if out of range or the file was destroyed."""
+        if pos < 0 or pos + size > self.file_size:
+            return None
+        try:
+            return self.mm[pos:pos + size]
+        except ValueError:  # mmap closed by the cleaner
+            return None
+
+    def flush(self, fsync: Callable[[int], None] = os.fdatasync) -> int:
+        """Write back everything written so far; returns the new flushed position."""
+        pos = self.wrote_position
+        if pos > self.flushed_position and not self._closed:
+            fsync(self.fd)
+            self.flushed_position = pos
+        return self.flushed_position
+
+    def dirty_pages(self) -> int:
+        return (self.wrote_position - self.flushed_position) // OS_PAGE_SIZE
+
+    def mtime(self) -> float:
+        try:
+            return os.stat(self.path).st_mtime
+        except OSError:
+            return 0.0
+
+    def touch(self) -> None:
+        """Bump the mtime (an mmap write does not always do so promptly); retention uses it."""
+        try:
+            os.utime(self.fd)
+        except OSError:
+            pass
+
+    def close(self) -> bool:
+        """Unmap and close; False if the mapping is still exported (retry later)."""
+        if self._closed:
+            return True
+        try:
+            self.mm.close()
+        except BufferError:
+            return False
+        os.close(self.fd)
+        self._closed = True
+        return True
+
+    def destroy(self) -> bool:
+        """Close and delete the file. The name disappears at once even if the unmap must wait."""
+        self.path.unlink(missing_ok=True)
+        return self.close()
+
+    def __repr__(self) -> str:
+        return f"MappedFile({self.path.name}, wrote={self.wrote_position}, flushed={self.flushed_position})"

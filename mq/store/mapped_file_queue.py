@@ -1,0 +1,191 @@
+"""An ordered run of equal-size segments forming one logical byte stream (RocketMQ ``MappedFileQueue``).
+
+Used for the commit log (1 GiB segments) and every consume queue (6,000,000-byte segments). Segment *k*
+covers ``[start_k, start_k + file_size)``; a new segment starts where the last one ends.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from typing import Callable
+
+from mq.store.mapped_file import MappedFile, StoreError, offset_to_file_name
+
+log = logging.getLogger(__name__)
+
+
+class MappedFileQueue:
+    def __init__(self, directory: Path, file_size: int) -> None:
+        self.directory = Path(directory)
+        self.file_size = file_size
+        self.files: list[MappedFile] = []
+        self.flushed_where = 0
+        self._graveyard: list[MappedFile] = []
+
+    # -- loading -----------------------------------------------------------------------------------------
+    def load(self) -> None:
+        """Map every numeric file in the directory; all must be exactly ``file_size`` bytes."""
+        if not self.directory.is_dir():
+            return
+        names = []
+        for entry in os.scandir(self.directory):
+            if not entry.is_file():
+                continue
+            if not entry.name.isdigit():
+                log.warning("ignoring non-segment file %s", entry.path)
+                continue
+            names.append(entry.name)
+        names.sort(key=int)
+        files = [MappedFile(self.directory / n, self.file_size) for n in names]
+        for f in files:
+            # Positions start at "full"; recovery moves the tail back.
+            f.wrote_position = f.flushed_position = self.file_size
+        self.files = files
+
+    # -- geometry ----------------------------------------------------------------------------------------
+    @property
+    def min_offset(self) -> int:
+        return self.files[0].start_offset if self.files else 0
+
+    @property
+    def max_offset(self) -> int:
+        if not self.files:
+            return 0
+        last = self.files[-1]
+        return last.start_offset + last.wrote_position
+
+    @property
+    def last_file(self) -> MappedFile | None:
+        return self.files[-1] if self.files else None
+
+    @property
+    def first_file(self) -> MappedFile | None:
+        return self.files[0] if self.files else None
+
+    def roll_next_file(self, offset: int) -> int:
+        return offset + self.file_size - offset % self.file_size
+
+    def find_by_offset(self, offset: int) -> MappedFile | None:
+        files = self.files
+        if not files or offset < files[0].start_offset:
+            return None
+        idx = offset // self.file_size - files[0].start_offset // self.file_size
+        if 0 <= idx < len(files):
+            f = files[idx]
+            if f.start_offset <= offset < f.start_offset + self.file_size:
+                return f
+        for f in files:  # fallback after irregular deletions
+            if f.start_offset <= offset < f.start_offset + self.file_size:
+                return f
+        return None
+
+    def get_last_file(self, start_offset: int = 0, *, create: bool = True) -> MappedFile | None:
+        """The last segment; creates the next one when it is full or the queue is empty."""
+        last = self.files[-1] if self.files else None
+        if last is not None and not last.is_full:
+            return last
+        if not create:
+            return last
+        if last is None:
+            create_at = start_offset - start_offset % self.file_size
+        else:
+            create_at = last.start_offset + self.file_size
+        return self.create_file(create_at)
+
+    def create_file(self, start_offset: int) -> MappedFile:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        path = self.directory / offset_to_file_name(start_offset)
+        if path.exists():  # a stale file from an earlier truncation
+            path.unlink()
+        f = MappedFile(path, self.file_size, create=True)
+        self.files.append(f)
+        return f
+
+    # -- flushing ----------------------------------------------------------------------------------------
+    def dirty_bytes(self) -> int:
+        return self.max_offset - self.flushed_where
+
+    def flush(self, least_pages: int = 0, fsync: Callable[[int], None] = os.fdatasync) -> int:
+        """fdatasync every segment written past ``flushed_where``; returns the new flushed offset.
+
+        With ``least_pages`` > 0 nothing happens unless that many 4 KiB pages are dirty."""
+        target = self.max_offset
+        if target <= self.flushed_where:
+            return self.flushed_where
+        if least_pages > 0 and (target - self.flushed_where) < least_pages * 4096:
+            return self.flushed_where
+        for f in list(self.files):
+            if f.start_offset + f.wrote_position <= self.flushed_where:
+                continue
+            if f.start_offset >= target:
+                break
+            f.flush(fsync)
+        self.flushed_where = target
+        return target
+
+    # -- truncation and deletion -------------------------------------------------------------------------
+    def truncate_dirty_files(self, offset: int) -> None:
+        """Drop everything at and after ``offset``: later segments are deleted, the containing one is
+        shortened (its old bytes stay, as in RocketMQ)."""
+        keep: list[MappedFile] = []
+        for f in self.files:
+            if f.start_offset + self.file_size <= offset:
+                keep.append(f)
+            elif f.start_offset <= offset:
+                pos = offset - f.start_offset
+                f.wrote_position = pos
+                f.flushed_position = min(f.flushed_position, pos)
+                keep.append(f)
+            else:
+                self._destroy(f)
+        self.files = keep
+        self.flushed_where = min(self.flushed_where, offset)
+
+    def delete_first(self, count: int = 1) -> list[MappedFile]:
+        """Remove and destroy the first ``count`` segments (never the last one)."""
+        removed = []
+        while count > 0 and len(self.files) > 1:
+            f = self.files.pop(0)
+            self._destroy(f)
+            removed.append(f)
+            count -= 1
+        return removed
+
+    def delete_expired_by_time(self, reserved_ms: int, now: float, *, force: bool = False,
+                               max_files: int = 10) -> int:
+        """Delete segments (not the last) whose mtime + reserved <= now, or all if ``force``; stops at the
+        first that may not be deleted."""
+        deleted = 0
+        while len(self.files) > 1 and deleted < max_files:
+            f = self.files[0]
+            if not force and f.mtime() * 1000 + reserved_ms > now * 1000:
+                break
+            self.files.pop(0)
+            self._destroy(f)
+            deleted += 1
+        return deleted
+
+    def destroy(self) -> None:
+        for f in self.files:
+            self._destroy(f)
+        self.files = []
+        self.flushed_where = 0
+        try:
+            self.directory.rmdir()
+        except OSError:
+            pass
+
+    def close(self) -> None:
+        for f in self.files:
+            f.close()
+        self.retry_graveyard()
+
+    def _destroy(self, f: MappedFile) -> None:
+        if not f.destroy():
+            self._graveyard.append(f)
+
+    def retry_graveyard(self) -> None:
+        self._graveyard = [f for f in self._graveyard if not f.close()]
+

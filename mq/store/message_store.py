@@ -1,0 +1,544 @@
+"""``MessageStore``: the store facade the broker uses (RocketMQ ``DefaultMessageStore``).
+
+Synchronous and thread-safe; no asyncio. Writes: ``put_message``/``put_messages`` block until the flush mode
+is satisfied; ``put_message_async``/``put_messages_async`` return a ``concurrent.futures.Future`` that the
+asyncio broker can ``await asyncio.wrap_future(...)``. Reads return the stored record bytes unchanged.
+
+Threads: group commit + flush watcher (SYNC) or periodic flush (ASYNC), consume-queue flush + checkpoint,
+index builder, cleaner. Lifecycle: ``MessageStore(config).load()`` (lock, recover) -> ``start()`` ->
+``shutdown()``.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import logging
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Callable, Iterable, Sequence
+
+from mq.common import properties as P
+from mq.common.message import MessageExt, MessageExtBrokerInner
+from mq.common.record import decode_record
+from mq.config import StoreConfig
+from mq.store.checkpoint import StoreCheckpoint
+from mq.store.cleaner import Cleaner, DiskRatio, disk_used_ratio
+from mq.store.commit_log import CommitLog, Prepared
+from mq.store.consume_queue import CQ_UNIT, FILLER_SIZE, ConsumeQueueTable
+from mq.store.dispatcher import Dispatcher, IndexDispatcher, OnDispatch
+from mq.store.flush import AsyncFlushService, ConsumeQueueFlushService, GroupCommitService
+from mq.store.index_service import IndexService
+from mq.store.recovery import RecoveryReport, rebuild_topic_queue_table, recover
+from mq.store.runtime_files import AbortFile, StoreLock
+from mq.store.status import (GetMessageResult, GetMessageStatus, PutMessageResult, PutMessageStatus,
+                             QueryMessageResult, StoreStats)
+
+log = logging.getLogger(__name__)
+
+TagFilter = Callable[[int], bool] | set | frozenset | None
+_S = PutMessageStatus
+_G = GetMessageStatus
+
+
+def _total_ram() -> int:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 8 << 30
+
+
+class MessageStore:
+    def __init__(self, config: StoreConfig, *, store_host: tuple[str, int] = ("127.0.0.1", 10911),
+                 on_dispatch: OnDispatch | None = None, now: Callable[[], float] = time.time,
+                 disk_ratio: DiskRatio = disk_used_ratio, fsync: Callable[[int], None] = os.fdatasync) -> None:
+        self.config = config
+        self.root = Path(config.store_path_root_dir)
+        self.now = now
+        self.fsync = fsync
+        self.delay_levels_ms = config.delay_level_millis()
+        self.commit_log = CommitLog(config.commit_log_dir(), config.mapped_file_size_commit_log, store_host,
+                                    max_message_size=config.max_message_size,
+                                    delay_levels_ms=self.delay_levels_ms)
+        self.cq_table = ConsumeQueueTable(self.root / "consumequeue", config.consume_queue_unit_file_size())
+        self.index: IndexService | None = None
+        self.index_dispatcher: IndexDispatcher | None = None
+        if config.message_index_enable:
+            self.index = IndexService(self.root, max_hash_slot_num=config.max_hash_slot_num,
+                                      max_index_num=config.max_index_num)
+            self.index_dispatcher = IndexDispatcher(self.index)
+        self.dispatcher = Dispatcher(self.cq_table, index=self.index_dispatcher, on_dispatch=on_dispatch)
+        self.checkpoint: StoreCheckpoint | None = None
+        self.lock_file = StoreLock(self.root)
+        self.abort_file = AbortFile(self.root)
+        self.put_lock = threading.Lock()
+        self.stats = StoreStats()
+        self.sync_flush = config.sync_flush
+        self.group_commit: GroupCommitService | None = None
+        self.async_flush: AsyncFlushService | None = None
+        if self.sync_flush:
+            self.group_commit = GroupCommitService(
+                self.commit_log, self.put_lock, self.dispatcher.dispatch, timeout_ms=config.sync_flush_timeout,
+                on_flushed=self._on_commit_log_flushed, on_error=self._on_flush_error, fsync=fsync)
+        else:
+            self.async_flush = AsyncFlushService(
+                self.commit_log, interval_ms=config.flush_interval_commit_log,
+                least_pages=config.flush_commit_log_least_pages,
+                thorough_ms=config.flush_commit_log_thorough_interval,
+                on_flushed=self._on_commit_log_flushed, on_error=self._on_flush_error, fsync=fsync)
+        self.cq_flush = ConsumeQueueFlushService(
+            lambda: list(self.cq_table), interval_ms=config.flush_interval_consume_queue,
+            least_pages=config.flush_consume_queue_least_pages,
+            thorough_ms=config.flush_consume_queue_thorough_interval, after=self._after_cq_flush)
+        self.cleaner = Cleaner(config, self.commit_log, self.cq_table, cq_lock=self.dispatcher.lock,
+                               index=self.index, now=now, disk_ratio=disk_ratio)
+        self.recovery: RecoveryReport | None = None
+        self.flush_error: str | None = None
+        self._loaded = False
+        self._running = False
+        self._shutdown = False
+        self._begin_in_lock = 0.0
+        self._stats_thread: threading.Thread | None = None
+        self._stop_stats = threading.Event()
+        self._mem_limit = _total_ram() * config.access_message_in_memory_max_ratio // 100
+
+    # -- lifecycle ---------------------------------------------------------------------------------------
+    def load(self) -> RecoveryReport:
+        """Lock the directory, map the files and recover (normal or after a crash)."""
+        if self._loaded:
+            assert self.recovery is not None
+            return self.recovery
+        self.lock_file.acquire()
+        try:
+            last_exit_ok = not self.abort_file.exists()
+            self.abort_file.create()
+            self.commit_log.load()
+            self.cq_table.load()
+            self.checkpoint = StoreCheckpoint(self.root / "checkpoint")
+            dropped_from = None
+            if self.index is not None:
+                dropped_from = self.index.load(last_exit_ok, self.checkpoint.index_msg_timestamp)
+            cp = self.checkpoint
+            min_ts = (cp.min_timestamp_index() if self.index is not None and self.config.message_index_safe
+                      else cp.min_timestamp())
+            self.recovery = recover(self.commit_log, self.cq_table, self.dispatcher, last_exit_ok=last_exit_ok,
+                                    min_timestamp=min_ts, check_crc=self.config.check_crc_on_recover,
+                                    delay_levels_ms=self.delay_levels_ms, index=self.index,
+                                    redispatch_from=dropped_from)
+        except BaseException:
+            self.lock_file.release()
+            raise
+        self._loaded = True
+        return self.recovery
+
+    def start(self) -> None:
+        if not self._loaded:
+            self.load()
+        # Catch up on records the consume queues do not hold yet (RocketMQ's reput from the max CQ offset).
+        frm = max(self.cq_table.max_physic_offset(), self.commit_log.min_offset, 0)
+        if frm < self.commit_log.max_offset:
+            self.dispatcher.reput(self.commit_log, frm, delay_levels_ms=self.delay_levels_ms)
+            rebuild_topic_queue_table(self.commit_log, self.cq_table)
+        self.dispatcher.dispatched_offset = self.commit_log.max_offset
+        if self.index_dispatcher is not None:
+            self.index_dispatcher.start()
+        if self.group_commit is not None:
+            self.group_commit.start()
+        if self.async_flush is not None:
+            self.async_flush.start()
+        self.cq_flush.start()
+        self.cleaner.check_disk()
+        self.cleaner.start()
+        self._stop_stats.clear()
+        self._stats_thread = threading.Thread(target=self._stats_loop, name="mq-store-stats", daemon=True)
+        self._stats_thread.start()
+        self._running = True
+
+    def shutdown(self) -> None:
+        """Flush, dispatch what is pending, persist the checkpoint, remove ``abort`` (if clean), unlock."""
+        if self._shutdown:
+            return
+        self._shutdown = True
+        was_running = self._running
+        self._running = False
+        if was_running:
+            self.cleaner.stop(final_pass=False)
+            self._stop_stats.set()
+            if self._stats_thread is not None:
+                self._stats_thread.join()
+            if self.group_commit is not None:
+                self.group_commit.stop()
+            if self.async_flush is not None:
+                self.async_flush.stop()
+            if self.index_dispatcher is not None:
+                self.index_dispatcher.stop()
+            self.cq_flush.stop()
+        if self.index is not None and self._loaded:
+            self.index.close()
+        clean = (self.flush_error is None and not self.cleaner.disk_full
+                 and self.dispatch_behind_bytes() == 0 and was_running)
+        if self.checkpoint is not None:
+            self.checkpoint.close()
+        self.commit_log.close()
+        self.cq_table.close()
+        if self._loaded:
+            if clean:
+                self.abort_file.remove()
+            self.lock_file.release()
+
+    close = shutdown
+
+    def __enter__(self) -> "MessageStore":
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.shutdown()
+
+    # -- flush callbacks ---------------------------------------------------------------------------------
+    def _on_commit_log_flushed(self, ts: int) -> None:
+        if self.checkpoint is not None and ts:
+            self.checkpoint.physic_msg_timestamp = ts
+
+    def _on_flush_error(self, exc: BaseException) -> None:
+        self.flush_error = f"commit log flush failed: {exc}"
+        log.error("%s; the store refuses writes from now on", self.flush_error)
+
+    def _after_cq_flush(self) -> None:
+        cp = self.checkpoint
+        if cp is None:
+            return
+        logics = self.dispatcher.last_timestamp
+        idx = self.index_dispatcher
+        if idx is not None and idx.last_timestamp and idx.backlog:
+            logics = min(logics, idx.last_timestamp)
+        if logics:
+            cp.logics_msg_timestamp = logics
+        if self.index is not None:
+            cp.index_msg_timestamp = max(cp.index_msg_timestamp, self.index.index_msg_timestamp)
+        try:
+            cp.flush()
+        except (OSError, ValueError):
+            log.exception("checkpoint flush failed")
+
+    def _stats_loop(self) -> None:
+        while not self._stop_stats.wait(1.0):
+            self.stats.sample()
+
+    # -- put ---------------------------------------------------------------------------------------------
+    def _check_writable(self) -> tuple[PutMessageStatus, str] | None:
+        if self._shutdown or not self._loaded:
+            return _S.SERVICE_NOT_AVAILABLE, "message store is shut down" if self._shutdown else "not started"
+        if self.config.broker_role.upper() == "SLAVE":
+            return _S.SERVICE_NOT_AVAILABLE, "message store is a slave"
+        if self.flush_error is not None:
+            return _S.SERVICE_NOT_AVAILABLE, self.flush_error
+        if self.cleaner.disk_full:
+            return _S.SERVICE_NOT_AVAILABLE, f"disk full ({self.cleaner.last_ratio:.0%} used)"
+        b = self._begin_in_lock
+        if b and (time.monotonic() - b) * 1000 > self.config.os_page_cache_busy_timeout_mills:
+            return _S.OS_PAGECACHE_BUSY, "put lock held too long"
+        return None
+
+    def _prepare(self, msgs: Sequence[MessageExtBrokerInner]) -> list[Prepared] | PutMessageResult:
+        bad = self._check_writable()
+        if bad is not None:
+            self.stats.put_failures += 1
+            return PutMessageResult(bad[0], remark=bad[1])
+        prepare = self.commit_log.prepare
+        out = []
+        for m in msgs:
+            p = prepare(m)
+            if p.__class__ is PutMessageStatus:
+                self.stats.put_failures += 1
+                return PutMessageResult(p, remark=f"message to {m.topic} rejected: {p.name}")
+            out.append(p)
+        if len(out) > 1:
+            first = out[0]
+            for p in out:
+                if p.topic != first.topic or p.queue_id != first.queue_id or p.delay_ms:
+                    self.stats.put_failures += 1
+                    return PutMessageResult(_S.MESSAGE_ILLEGAL, remark="a batch needs one topic and queue, no delay")
+        elif not out:
+            return PutMessageResult(_S.MESSAGE_ILLEGAL, remark="empty batch")
+        return out
+
+    def _append(self, prepared: list[Prepared], fut: concurrent.futures.Future | None):
+        with self.put_lock:
+            self._begin_in_lock = time.monotonic()
+            try:
+                ar = self.commit_log.append(prepared, int(self.now() * 1000))
+                if ar.status is not _S.PUT_OK:
+                    return PutMessageResult(ar.status, remark="append failed"), None
+                res = PutMessageResult(_S.PUT_OK, ar.first_phy, ar.wrote_bytes, ar.first_queue_offset,
+                                       ar.phy_offsets, ar.store_timestamp, len(prepared), "",
+                                       self.commit_log.store_host)
+                group = None
+                if self.group_commit is not None:
+                    group = self.group_commit.add(ar.requests)
+                    if fut is not None:
+                        group.futures.append((fut, res))
+                else:
+                    self.dispatcher.dispatch(ar.requests)
+            finally:
+                self._begin_in_lock = 0.0
+        st = self.stats
+        st.put_count += len(prepared)
+        st.put_bytes += ar.wrote_bytes
+        return res, group
+
+    def put_messages(self, msgs: Sequence[MessageExtBrokerInner]) -> PutMessageResult:
+        """Append one message or a batch (one topic and queue; all-or-nothing) and wait as the flush
+        mode requires. Under SYNC_FLUSH the wait is skipped when the first message has WAIT=false."""
+        prepared = self._prepare(msgs)
+        if prepared.__class__ is PutMessageResult:
+            return prepared
+        res, group = self._append(prepared, None)
+        if group is not None and prepared[0].wait:
+            status = group.wait(self.config.sync_flush_timeout / 1000.0)
+            if status is not _S.PUT_OK:
+                res.status = status
+                res.remark = "flush did not complete in time" if self.flush_error is None else self.flush_error
+        return res
+
+    def put_message(self, msg: MessageExtBrokerInner) -> PutMessageResult:
+        return self.put_messages((msg,))
+
+    def put_messages_async(self, msgs: Sequence[MessageExtBrokerInner]) -> concurrent.futures.Future:
+        """Non-blocking put: a Future resolved with the PutMessageResult once the group commit covering it
+        completes (at once under ASYNC_FLUSH or for a failed precondition)."""
+        fut: concurrent.futures.Future = concurrent.futures.Future()
+        prepared = self._prepare(msgs)
+        if prepared.__class__ is PutMessageResult:
+            fut.set_result(prepared)
+            return fut
+        wait = self.group_commit is not None and prepared[0].wait
+        res, group = self._append(prepared, fut if wait else None)
+        if not wait or group is None:
+            fut.set_result(res)
+        return fut
+
+    def put_message_async(self, msg: MessageExtBrokerInner) -> concurrent.futures.Future:
+        return self.put_messages_async((msg,))
+
+    # -- get ---------------------------------------------------------------------------------------------
+    def get_message(self, group: str, topic: str, queue_id: int, offset: int, max_count: int,
+                    tag_filter: TagFilter = None, max_total_bytes: int | None = None) -> GetMessageResult:
+        """Read up to ``max_count`` records of one queue from ``offset`` (RocketMQ getMessage).
+
+        ``tag_filter`` is None (all), a set of tag hash codes, or a callable(tags_code) -> bool."""
+        if self._shutdown or not self._loaded:
+            return GetMessageResult(_G.NO_MATCHED_LOGIC_QUEUE, offset)
+        cq = self.cq_table.find(topic, queue_id, create=False)
+        if cq is None:
+            self.stats.get_miss += 1
+            return GetMessageResult(_G.NO_MATCHED_LOGIC_QUEUE, 0)
+        min_off, max_off = cq.min_offset, cq.max_offset
+        if max_off == 0:
+            self.stats.get_miss += 1
+            return GetMessageResult(_G.NO_MESSAGE_IN_QUEUE, 0, min_off, max_off)
+        if offset < min_off:
+            return GetMessageResult(_G.OFFSET_TOO_SMALL, min_off, min_off, max_off)
+        if offset == max_off:
+            self.stats.get_miss += 1
+            return GetMessageResult(_G.OFFSET_OVERFLOW_ONE, offset, min_off, max_off)
+        if offset > max_off:
+            return GetMessageResult(_G.OFFSET_OVERFLOW_BADLY, max_off, min_off, max_off)
+        units = cq.read_units(offset, max(800, max_count))
+        if units is None:
+            return GetMessageResult(_G.OFFSET_FOUND_NULL, cq.next_file_offset(offset), min_off, max_off)
+        cfg = self.config
+        mem_bytes = cfg.max_transfer_bytes_on_message_in_memory if max_total_bytes is None else max_total_bytes
+        disk_bytes = min(mem_bytes, cfg.max_transfer_bytes_on_message_in_disk)
+        mem_count = cfg.max_transfer_count_on_message_in_memory
+        disk_count = cfg.max_transfer_count_on_message_in_disk
+        codes = tag_filter if isinstance(tag_filter, (set, frozenset)) else None
+        func = tag_filter if codes is None and tag_filter is not None else None
+        read = self.commit_log.read
+        max_phy = self.commit_log.max_offset
+        mem_limit = self._mem_limit
+        buffers: list[bytes] = []
+        qoffs: list[int] = []
+        total = 0
+        count = 0
+        status = _G.NO_MATCHED_MESSAGE
+        next_file_start = -1
+        last_phy = 0
+        i = 0
+        for phy, size, tc in CQ_UNIT.iter_unpack(units):
+            if size == FILLER_SIZE and phy == 0:
+                i += 1
+                continue
+            if phy < next_file_start:
+                i += 1
+                continue
+            if count:
+                if count >= max_count:
+                    break
+                if max_phy - phy > mem_limit:
+                    if total + size > disk_bytes or count >= disk_count:
+                        break
+                elif total + size > mem_bytes or count >= mem_count:
+                    break
+            if codes is not None:
+                if tc not in codes and (-0x80000000 <= tc <= 0x7FFFFFFF or
+                                        ((tc + 0x80000000) & 0xFFFFFFFF) - 0x80000000 not in codes):
+                    i += 1
+                    continue
+            elif func is not None and not func(tc):
+                i += 1
+                continue
+            rec = read(phy, size)
+            if rec is None:
+                if not count:
+                    status = _G.MESSAGE_WAS_REMOVING
+                next_file_start = self.commit_log.queue.roll_next_file(phy)
+                i += 1
+                continue
+            buffers.append(rec)
+            last_phy = phy
+            qoffs.append(offset + i)
+            total += size
+            count += 1
+            i += 1
+        st = self.stats
+        if count:
+            status = _G.FOUND
+            st.get_found += 1
+            st.get_transferred += count
+        else:
+            st.get_miss += 1
+        suggest = bool(count) and (max_phy - last_phy) > mem_limit
+        return GetMessageResult(status, offset + i, min_off, max_off, buffers, count, total, qoffs, suggest)
+
+    # -- lookups -----------------------------------------------------------------------------------------
+    def select_one_message_by_offset(self, phy_offset: int, size: int | None = None) -> bytes | None:
+        """Raw record at a physical offset (size read from the record when not given)."""
+        if size is None:
+            return self.commit_log.read_record(phy_offset)
+        return self.commit_log.read(phy_offset, size)
+
+    def look_message_by_offset(self, phy_offset: int) -> MessageExt | None:
+        """Decoded record at a physical offset (for VIEW_MESSAGE_BY_ID / offsetMsgId)."""
+        raw = self.commit_log.read_record(phy_offset)
+        if raw is None:
+            return None
+        try:
+            return decode_record(raw)
+        except Exception:
+            return None
+
+    def _read_keys(self, phy: int) -> tuple[str, list[str]] | None:
+        msg = self.look_message_by_offset(phy)
+        if msg is None:
+            return None
+        keys = P.split_keys(msg.properties.get(P.KEYS))
+        uniq = msg.properties.get(P.UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
+        if uniq:
+            keys.append(uniq)
+        return msg.topic, keys
+
+    def query_message(self, topic: str, key: str, max_num: int, begin_ms: int = 0,
+                      end_ms: int = 2**63 - 1) -> QueryMessageResult:
+        """Messages of ``topic`` carrying ``key`` (KEYS token or UNIQ_KEY) stored in [begin, end].
+
+        Every candidate from the index is read back and its topic and keys re-checked (RocketMQ #3613)."""
+        if self.index is None or not self._loaded:
+            return QueryMessageResult([], [])
+        if self.index_dispatcher is not None:
+            self.index_dispatcher.wait_idle(1.0)
+        max_num = min(max_num, self.config.max_msgs_num_batch)
+        phys = self.index.query_verified(topic, key, max_num, begin_ms, end_ms, self._read_keys)
+        phys.sort()
+        bufs, kept = [], []
+        for phy in phys:
+            raw = self.commit_log.read_record(phy)
+            if raw is not None:
+                bufs.append(raw)
+                kept.append(phy)
+        files = self.index.files
+        last = files[-1] if files else None
+        return QueryMessageResult(bufs, kept, getattr(last, "end_timestamp", 0), getattr(last, "end_phy_offset", 0))
+
+    # -- offsets -----------------------------------------------------------------------------------------
+    def get_max_offset(self, topic: str, queue_id: int) -> int:
+        cq = self.cq_table.find(topic, queue_id, create=False)
+        return cq.max_offset if cq else 0
+
+    def get_min_offset(self, topic: str, queue_id: int) -> int:
+        cq = self.cq_table.find(topic, queue_id, create=False)
+        return cq.min_offset if cq else -1
+
+    def get_commit_log_offset_in_queue(self, topic: str, queue_id: int, cq_offset: int) -> int:
+        cq = self.cq_table.find(topic, queue_id, create=False)
+        unit = cq.get_unit(cq_offset) if cq else None
+        return unit[0] if unit else 0
+
+    def search_offset_by_timestamp(self, topic: str, queue_id: int, timestamp: int) -> int:
+        cq = self.cq_table.find(topic, queue_id, create=False)
+        if cq is None:
+            return 0
+        return cq.search_offset_by_timestamp(timestamp, self.commit_log.store_timestamp_of)
+
+    def get_message_store_timestamp(self, topic: str, queue_id: int, cq_offset: int) -> int:
+        cq = self.cq_table.find(topic, queue_id, create=False)
+        unit = cq.get_unit(cq_offset) if cq else None
+        if not unit:
+            return -1
+        ts = self.commit_log.store_timestamp_of(unit[0], unit[1])
+        return -1 if ts is None else ts
+
+    def get_earliest_message_time(self, topic: str, queue_id: int) -> int:
+        cq = self.cq_table.find(topic, queue_id, create=False)
+        if cq is None:
+            return -1
+        return self.get_message_store_timestamp(topic, queue_id, cq.min_offset)
+
+    def get_min_phy_offset(self) -> int:
+        return self.commit_log.min_offset
+
+    def get_max_phy_offset(self) -> int:
+        return self.commit_log.max_offset
+
+    def dispatch_behind_bytes(self) -> int:
+        return max(0, self.commit_log.max_offset - self.dispatcher.dispatched_offset)
+
+    def topics(self) -> list[str]:
+        return sorted(self.cq_table.queues)
+
+    # -- admin -------------------------------------------------------------------------------------------
+    def delete_topics(self, topics: Iterable[str]) -> int:
+        """Destroy the consume queues of ``topics`` (their records stay in the log until retention)."""
+        n = 0
+        for topic in topics:
+            with self.put_lock, self.dispatcher.lock:
+                if self.cq_table.delete_topic(topic):
+                    n += 1
+                table = self.commit_log.topic_queue_table
+                for key in [k for k in table if k[0] == topic]:
+                    del table[key]
+        return n
+
+    def delete_topic(self, topic: str) -> bool:
+        return self.delete_topics((topic,)) == 1
+
+    def clean_expired_files(self) -> None:
+        """Run one retention pass now (the cleaner thread does this every clean interval)."""
+        self.cleaner.run_once()
+
+    def runtime_info(self) -> dict[str, object]:
+        st = self.stats
+        return {
+            "put_count": st.put_count, "put_bytes": st.put_bytes, "put_failures": st.put_failures,
+            "get_found": st.get_found, "get_miss": st.get_miss, "get_transferred": st.get_transferred,
+            "tps_10s": st.tps(10), "tps_60s": st.tps(60), "tps_600s": st.tps(600),
+            "disk_ratio": self.cleaner.last_ratio, "disk_full": self.cleaner.disk_full,
+            "commit_log_min_offset": self.commit_log.min_offset, "commit_log_max_offset": self.commit_log.max_offset,
+            "commit_log_flushed_offset": self.commit_log.queue.flushed_where,
+            "dispatch_behind_bytes": self.dispatch_behind_bytes(),
+            "index_backlog": self.index_dispatcher.backlog if self.index_dispatcher else 0,
+            "flush_disk_type": self.config.flush_disk_type,
+            "group_commits": self.group_commit.flush_count if self.group_commit else 0,
+            "flush_error": self.flush_error or "",
+        }

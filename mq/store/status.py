@@ -1,0 +1,136 @@
+"""Outcomes of store calls (RocketMQ ``PutMessageStatus``, ``GetMessageStatus``) and their result objects.
+
+Expected outcomes are statuses, never exceptions."""
+
+from __future__ import annotations
+
+import enum
+import time
+from collections import deque
+from dataclasses import dataclass, field
+
+
+class PutMessageStatus(enum.Enum):
+    PUT_OK = 0
+    FLUSH_DISK_TIMEOUT = 1
+    FLUSH_SLAVE_TIMEOUT = 2
+    SLAVE_NOT_AVAILABLE = 3
+    SERVICE_NOT_AVAILABLE = 4
+    CREATE_MAPPED_FILE_FAILED = 5
+    MESSAGE_ILLEGAL = 6
+    PROPERTIES_SIZE_EXCEEDED = 7
+    OS_PAGECACHE_BUSY = 8
+    UNKNOWN_ERROR = 9
+
+    @property
+    def stored(self) -> bool:
+        """True when the message is in the commit log (RocketMQ answers "send OK" with a non-zero code)."""
+        return self in (PutMessageStatus.PUT_OK, PutMessageStatus.FLUSH_DISK_TIMEOUT,
+                        PutMessageStatus.FLUSH_SLAVE_TIMEOUT, PutMessageStatus.SLAVE_NOT_AVAILABLE)
+
+
+class GetMessageStatus(enum.Enum):
+    FOUND = 0
+    NO_MATCHED_MESSAGE = 1
+    MESSAGE_WAS_REMOVING = 2
+    OFFSET_FOUND_NULL = 3
+    OFFSET_OVERFLOW_BADLY = 4
+    OFFSET_OVERFLOW_ONE = 5
+    OFFSET_TOO_SMALL = 6
+    NO_MATCHED_LOGIC_QUEUE = 7
+    NO_MESSAGE_IN_QUEUE = 8
+
+
+@dataclass(slots=True)
+class PutMessageResult:
+    """Result of a put. For a batch, ``msg_ids`` has one offsetMsgId per message and ``queue_offset`` is the
+    first message's; ``wrote_offset`` is the physical offset of the first record, ``wrote_bytes`` the total."""
+
+    status: PutMessageStatus
+    wrote_offset: int = 0
+    wrote_bytes: int = 0
+    queue_offset: int = 0
+    #: physical offset of each stored record (one per message)
+    phy_offsets: list[int] = field(default_factory=list)
+    store_timestamp: int = 0
+    msg_num: int = 0
+    remark: str = ""
+    #: packed STOREHOST (8 or 20 bytes), for the offsetMsgIds
+    store_host: bytes = b""
+
+    @property
+    def ok(self) -> bool:
+        return self.status is PutMessageStatus.PUT_OK
+
+    @property
+    def msg_ids(self) -> list[str]:
+        """offsetMsgId of each stored message (computed on demand)."""
+        h = self.store_host
+        return [(h + p.to_bytes(8, "big")).hex().upper() for p in self.phy_offsets] if h else []
+
+    @property
+    def msg_id(self) -> str:
+        return ",".join(self.msg_ids)
+
+
+@dataclass(slots=True)
+class GetMessageResult:
+    """Result of ``get_message``: ``buffers`` are the raw stored records, ready to be sent as a PULL body.
+
+    ``buffers`` holds one ``bytes`` per run of adjacent records (often one per message)."""
+
+    status: GetMessageStatus
+    next_begin_offset: int = 0
+    min_offset: int = 0
+    max_offset: int = 0
+    buffers: list[bytes] = field(default_factory=list)
+    message_count: int = 0
+    buffer_total_size: int = 0
+    queue_offsets: list[int] = field(default_factory=list)
+    suggest_pulling_from_slave: bool = False
+
+    @property
+    def body(self) -> bytes:
+        """All records concatenated."""
+        return self.buffers[0] if len(self.buffers) == 1 else b"".join(self.buffers)
+
+
+@dataclass(frozen=True, slots=True)
+class QueryMessageResult:
+    """Result of ``query_message``: raw records (each re-checked for topic and key)."""
+
+    buffers: list[bytes]
+    phy_offsets: list[int]
+    index_last_update_timestamp: int = 0
+    index_last_update_phyoffset: int = 0
+
+    @property
+    def body(self) -> bytes:
+        return b"".join(self.buffers)
+
+
+class StoreStats:
+    """Counters plus one sample per second for TPS windows (10 s, 60 s, 600 s)."""
+
+    def __init__(self) -> None:
+        self.put_count = 0
+        self.put_bytes = 0
+        self.put_failures = 0
+        self.get_found = 0
+        self.get_miss = 0
+        self.get_transferred = 0
+        self.samples: deque[tuple[float, int, int, int]] = deque(maxlen=601)
+
+    def sample(self, now: float | None = None) -> None:
+        self.samples.append((time.monotonic() if now is None else now, self.put_count, self.get_found,
+                             self.get_transferred))
+
+    def tps(self, window_s: int) -> dict[str, float]:
+        s = list(self.samples)
+        if len(s) < 2:
+            return {"put": 0.0, "get_found": 0.0, "get_transferred": 0.0}
+        last = s[-1]
+        first = next((x for x in s if last[0] - x[0] <= window_s), s[0])
+        dt = max(last[0] - first[0], 1e-9)
+        return {"put": (last[1] - first[1]) / dt, "get_found": (last[2] - first[2]) / dt,
+                "get_transferred": (last[3] - first[3]) / dt}

@@ -1,0 +1,458 @@
+"""Pure DataFrame -> DataFrame transforms behind ``mq trace analyze`` (one function per report table).
+
+Input is the flat record frame of ``schema.py``. The building blocks:
+
+- ``pub_messages``: one row per published msg_id (a producer may send one id more than once);
+- ``deliveries``: one row per (msg_id, consumer group) summarising its SubBefore/SubAfter records;
+- ``subscriptions``: which groups consume which topic (groups seen consuming any message of it);
+- ``message_group_facts``: every consumable message x every group subscribed to its topic, with its
+  delivery summary; most report sections aggregate this frame.
+
+Time conventions: all times are epoch ms. Pub "store time" is the client's estimate
+``timestamp + cost_time / 2`` (TRACE.md §6.1, the broker time is not in the trace). Delivery lag is the
+first SubBefore minus that store time; end-to-end is the first successful SubAfter minus the Pub
+timestamp. Buckets are ``ts - ts % bucket_ms`` of the Pub timestamp. Percentiles are Spark's
+``percentile_approx`` (exact nearest-rank on small groups: the smallest value v with at least p of the
+values <= v).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+PERCENTILES = (0.5, 0.9, 0.99)
+_ACCURACY = 10_000
+DLQ_PREFIX = "%DLQ%"
+
+
+def _pcts(col: str, prefix: str) -> list[Column]:
+    """p50/p90/p99/max of ``col`` as ``<prefix>_p50`` ..."""
+    arr = F.percentile_approx(F.col(col), list(PERCENTILES), _ACCURACY)
+    out = [arr[i].alias(f"{prefix}_p{int(p * 100)}") for i, p in enumerate(PERCENTILES)]
+    return out + [F.max(col).alias(f"{prefix}_max")]
+
+
+def _bucket(col: str, bucket_ms: int) -> Column:
+    return (F.col(col) - F.col(col) % F.lit(bucket_ms)).alias("bucket")
+
+
+# ----------------------------------------------------------------------------------------- the input
+
+
+def malformed_counts(records: DataFrame) -> DataFrame:
+    """(error, count) of malformed records, most frequent first."""
+    return (
+        records.where(F.col("error").isNotNull())
+        .groupBy("error")
+        .agg(F.count(F.lit(1)).alias("count"))
+        .orderBy(F.desc("count"), "error")
+    )
+
+
+def in_window(records: DataFrame, since_ms: int, until_ms: int) -> DataFrame:
+    """Well-formed records whose event time (timestamp, else the trace message's store time) is in
+    [since_ms, until_ms)."""
+    t = F.coalesce(F.col("timestamp"), F.col("trace_store_time"))
+    return records.where(F.col("error").isNull() & (t >= since_ms) & (t < until_ms))
+
+
+# ------------------------------------------------------------------------------------ building blocks
+
+
+def pub_messages(records: DataFrame, bucket_ms: int) -> DataFrame:
+    """One row per Pub msg_id: topic, producer group, store host, pub_ts (first successful Pub, else first
+    Pub), store_time, stored (any Pub succeeded), msg_type, tags, keys, tx_state (last EndTransaction) and
+    ``consumable`` (stored, and for a transactional half message, committed)."""
+    pubs = records.where(F.col("trace_type") == "Pub")
+    # Order key: successful attempts first, then by time.
+    order = F.struct((~F.col("success")).alias("f"), F.col("timestamp").alias("t"))
+    first = F.min_by(
+        F.struct("topic", "group", "store_host", "timestamp", "store_time", "msg_type", "tags", "keys"), order
+    )
+    msgs = pubs.groupBy("msg_id").agg(first.alias("p"), F.max(F.col("success").cast("int")).alias("ok"))
+    tx = (
+        records.where(F.col("trace_type") == "EndTransaction")
+        .groupBy("msg_id")
+        .agg(F.max_by("transaction_state", "timestamp").alias("tx_state"))
+    )
+    out = msgs.join(tx, "msg_id", "left").select(
+        "msg_id",
+        F.col("p.topic").alias("topic"),
+        F.col("p.group").alias("producer_group"),
+        F.col("p.store_host").alias("store_host"),
+        F.col("p.timestamp").alias("pub_ts"),
+        F.col("p.store_time").alias("store_time"),
+        (F.col("ok") == 1).alias("stored"),
+        F.col("p.msg_type").alias("msg_type"),
+        F.col("p.tags").alias("tags"),
+        F.col("p.keys").alias("keys"),
+        "tx_state",
+    )
+    consumable = F.col("stored") & (
+        (F.coalesce(F.col("msg_type"), F.lit(0)) != 1) | (F.col("tx_state") == "COMMIT_MESSAGE")
+    )
+    return out.withColumn("consumable", F.coalesce(consumable, F.lit(False))).withColumn(
+        "bucket", _bucket("pub_ts", bucket_ms)
+    )
+
+
+def deliveries(records: DataFrame) -> DataFrame:
+    """One row per (msg_id, group) with SubBefore/SubAfter records: first_before_ts, attempts (SubBefore
+    count), max_retry, afters, successes, failures, first_success_ts, client_host (of the first SubBefore)."""
+    subs = records.where(F.col("trace_type").isin("SubBefore", "SubAfter"))
+    before = F.col("trace_type") == "SubBefore"
+    after = F.col("trace_type") == "SubAfter"
+    return subs.groupBy("msg_id", "group").agg(
+        F.min(F.when(before, F.col("timestamp"))).alias("first_before_ts"),
+        F.count(F.when(before, 1)).alias("attempts"),
+        F.max(F.when(before, F.col("retry_times"))).alias("max_retry"),
+        F.count(F.when(after, 1)).alias("afters"),
+        F.count(F.when(after & F.col("success"), 1)).alias("successes"),
+        F.count(F.when(after & ~F.col("success"), 1)).alias("failures"),
+        F.min(F.when(after & F.col("success"), F.col("timestamp"))).alias("first_success_ts"),
+        F.min_by(F.when(before, F.col("client_host")), F.when(before, F.col("timestamp"))).alias("client_host"),
+    )
+
+
+def subscriptions(pubs: DataFrame, dels: DataFrame) -> DataFrame:
+    """Distinct (topic, group): a group subscribes to a topic if it consumed any message of it."""
+    return pubs.select("msg_id", "topic").join(dels.select("msg_id", "group"), "msg_id").select("topic", "group").distinct()
+
+
+def dead_letter_marks(records: DataFrame) -> DataFrame:
+    """(msg_id, group) of records on a ``%DLQ%<group>`` topic."""
+    return (
+        records.where(F.col("topic").startswith(DLQ_PREFIX))
+        .select("msg_id", F.expr(f"substring(topic, {len(DLQ_PREFIX) + 1})").alias("group"))
+        .distinct()
+    )
+
+
+def message_group_facts(
+    pubs: DataFrame, dels: DataFrame, dlq: DataFrame, max_reconsume_times: int = 16
+) -> DataFrame:
+    """Every consumable message x every group subscribed to its topic, with its delivery summary.
+
+    consumed = a successful SubAfter; retried = a retry_times > 0 or a failed SubAfter; dead_lettered =
+    not consumed and (max_retry >= max_reconsume_times or a %DLQ% record); lag and e2e as in the module doc.
+    """
+    subs = subscriptions(pubs, dels)
+    base = pubs.where("consumable").join(subs, "topic")
+    j = base.join(dels, ["msg_id", "group"], "left").join(
+        dlq.withColumn("dlq_mark", F.lit(True)), ["msg_id", "group"], "left"
+    )
+    consumed = F.coalesce(F.col("successes"), F.lit(0)) > 0
+    return j.select(
+        "msg_id", "topic", "group", "bucket", "pub_ts", "store_time", "producer_group", "store_host",
+        "first_before_ts", F.coalesce("attempts", F.lit(0)).alias("attempts"), "max_retry",
+        F.coalesce("afters", F.lit(0)).alias("afters"), F.coalesce("successes", F.lit(0)).alias("successes"),
+        F.coalesce("failures", F.lit(0)).alias("failures"), "first_success_ts", "client_host",
+        consumed.alias("consumed"),
+        ((F.coalesce("max_retry", F.lit(0)) > 0) | (F.coalesce("failures", F.lit(0)) > 0)).alias("retried"),
+        (~consumed & ((F.coalesce("max_retry", F.lit(-1)) >= max_reconsume_times) | F.col("dlq_mark").isNotNull()))
+        .alias("dead_lettered"),
+        (F.col("first_before_ts") - F.col("store_time")).alias("lag"),
+        (F.col("first_success_ts") - F.col("pub_ts")).alias("e2e"),
+    )  # fmt: skip
+
+
+# ------------------------------------------------------------------------------------ report sections
+
+
+def completeness_ledger(pubs: DataFrame, facts: DataFrame, until_ms: int, grace_ms: int) -> DataFrame:
+    """Section 1, per topic x bucket x consumer group (group NULL for a topic nobody consumes):
+    published, stored, send_failed, consumed, retried, dead_lettered, never_consumed (consumable, Pub at
+    least grace_ms before until_ms, not consumed, not dead-lettered) and loss (never_consumed > 0)."""
+    per_bucket = pubs.groupBy("topic", "bucket").agg(
+        F.count(F.lit(1)).alias("published"),
+        F.count(F.when(F.col("stored"), 1)).alias("stored"),
+        F.count(F.when(~F.col("stored"), 1)).alias("send_failed"),
+    )
+    overdue = F.col("pub_ts") <= F.lit(until_ms - grace_ms)
+    per_group = facts.groupBy("topic", "bucket", "group").agg(
+        F.count(F.when(F.col("consumed"), 1)).alias("consumed"),
+        F.count(F.when(F.col("retried"), 1)).alias("retried"),
+        F.count(F.when(F.col("dead_lettered"), 1)).alias("dead_lettered"),
+        F.count(F.when(overdue & ~F.col("consumed") & ~F.col("dead_lettered"), 1)).alias("never_consumed"),
+    )
+    zero = F.lit(0).cast("long")
+    return (
+        per_bucket.join(per_group, ["topic", "bucket"], "left")
+        .select(
+            "topic", "bucket", "group", "published", "stored", "send_failed",
+            *[F.coalesce(c, zero).alias(c) for c in ("consumed", "retried", "dead_lettered", "never_consumed")],
+        )  # fmt: skip
+        .withColumn("loss", F.col("never_consumed") > 0)
+        .orderBy("topic", "bucket", "group")
+    )
+
+
+def send_latency(records: DataFrame, by: Sequence[str]) -> DataFrame:
+    """Section 2: per ``by`` (e.g. ["topic"], ["group"], ["store_host"]) over every Pub record: sends,
+    failures, failure_rate and cost_time p50/p90/p99/max."""
+    pubs = records.where(F.col("trace_type") == "Pub")
+    return (
+        pubs.groupBy(*by)
+        .agg(
+            F.count(F.lit(1)).alias("sends"),
+            F.count(F.when(~F.col("success"), 1)).alias("failures"),
+            *_pcts("cost_time", "cost"),
+        )
+        .withColumn("failure_rate", F.col("failures") / F.col("sends"))
+        .orderBy(*by)
+    )
+
+
+def send_latency_series(records: DataFrame, bucket_ms: int) -> DataFrame:
+    """Send cost percentiles per time bucket (all topics), for the latency chart."""
+    pubs = records.where(F.col("trace_type") == "Pub").select(_bucket("timestamp", bucket_ms), "cost_time")
+    return pubs.groupBy("bucket").agg(F.count(F.lit(1)).alias("sends"), *_pcts("cost_time", "cost")).orderBy("bucket")
+
+
+def delivery_lag(facts: DataFrame) -> DataFrame:
+    """Section 3: per consumer group, delivery lag and end-to-end percentiles over delivered messages."""
+    return (
+        facts.where(F.col("lag").isNotNull())
+        .groupBy("group")
+        .agg(F.count(F.lit(1)).alias("delivered"), *_pcts("lag", "lag"), *_pcts("e2e", "e2e"))
+        .orderBy("group")
+    )
+
+
+def delivery_lag_series(facts: DataFrame) -> DataFrame:
+    """Section 3 as a time series: per (bucket, group), lag p50/p99 and e2e p99."""
+    arr = F.percentile_approx("lag", [0.5, 0.99], _ACCURACY)
+    return (
+        facts.where(F.col("lag").isNotNull())
+        .groupBy("bucket", "group")
+        .agg(
+            F.count(F.lit(1)).alias("delivered"),
+            arr[0].alias("lag_p50"),
+            arr[1].alias("lag_p99"),
+            F.percentile_approx("e2e", 0.99, _ACCURACY).alias("e2e_p99"),
+        )
+        .orderBy("bucket", "group")
+    )
+
+
+def consume_cost(records: DataFrame) -> DataFrame:
+    """Section 4: per consumer group over SubAfter records: consumes, failures, failure_rate, cost pcts."""
+    after = records.where(F.col("trace_type") == "SubAfter")
+    return (
+        after.groupBy("group")
+        .agg(
+            F.count(F.lit(1)).alias("consumes"),
+            F.count(F.when(~F.col("success"), 1)).alias("failures"),
+            *_pcts("cost_time", "cost"),
+        )
+        .withColumn("failure_rate", F.col("failures") / F.col("consumes"))
+        .orderBy("group")
+    )
+
+
+_CODE_NAMES = ["SUCCESS", "TIME_OUT", "EXCEPTION", "RETURNNULL", "FAILED"]
+
+
+def context_codes(records: DataFrame) -> DataFrame:
+    """Section 4: SubAfter count per (group, client_host, context_code) with the ConsumeReturnType name."""
+    names = F.element_at(F.array(*[F.lit(n) for n in _CODE_NAMES]), F.col("context_code") + 1)
+    return (
+        records.where(F.col("trace_type") == "SubAfter")
+        .groupBy("group", "client_host", "context_code")
+        .agg(F.count(F.lit(1)).alias("count"))
+        .withColumn("return_type", F.when(F.col("context_code").between(0, 4), names).otherwise(F.lit("UNKNOWN")))
+        .orderBy("group", "client_host", "context_code")
+    )
+
+
+def slowest_hosts(records: DataFrame, top: int) -> DataFrame:
+    """Section 4: consumer client hosts by SubAfter cost p99 (then max), slowest first."""
+    return (
+        records.where(F.col("trace_type") == "SubAfter")
+        .groupBy("client_host")
+        .agg(F.count(F.lit(1)).alias("consumes"), *_pcts("cost_time", "cost"))
+        .orderBy(F.desc("cost_p99"), F.desc("cost_max"), "client_host")
+        .limit(top)
+    )
+
+
+def retry_histogram(dels: DataFrame) -> DataFrame:
+    """Section 5: number of (msg_id, group) pairs by their highest retry_times."""
+    return (
+        dels.where(F.col("attempts") > 0)
+        .groupBy(F.col("max_retry").alias("retry_times"))
+        .agg(F.count(F.lit(1)).alias("pairs"))
+        .orderBy("retry_times")
+    )
+
+
+def top_failed_messages(dels: DataFrame, top: int) -> DataFrame:
+    """Section 5: (msg_id, group) with the most failed SubAfters."""
+    return (
+        dels.where(F.col("failures") > 0)
+        .select("msg_id", "group", "failures", "max_retry", "successes")
+        .orderBy(F.desc("failures"), "msg_id", "group")
+        .limit(top)
+    )
+
+
+def top_failed_keys(records: DataFrame, top: int) -> DataFrame:
+    """Section 5: message keys (space-separated tokens) by number of failed SubAfters."""
+    failed = records.where((F.col("trace_type") == "SubAfter") & ~F.col("success") & F.col("keys").isNotNull())
+    return (
+        failed.select(F.explode(F.split("keys", " ")).alias("key"))
+        .where(F.col("key") != "")
+        .groupBy("key")
+        .agg(F.count(F.lit(1)).alias("failures"))
+        .orderBy(F.desc("failures"), "key")
+        .limit(top)
+    )
+
+
+def stuck_unconsumed(facts: DataFrame, until_ms: int, grace_ms: int) -> DataFrame:
+    """Section 6: consumable messages with no SubBefore for a subscribed group, published at least
+    grace_ms before until_ms; ``age_ms`` = until_ms - pub_ts."""
+    return (
+        facts.where(F.col("first_before_ts").isNull() & (F.col("pub_ts") <= until_ms - grace_ms))
+        .select("msg_id", "topic", "group", "pub_ts", (F.lit(until_ms) - F.col("pub_ts")).alias("age_ms"))
+        .orderBy("pub_ts", "msg_id", "group")
+    )
+
+
+def stuck_unfinished(records: DataFrame, until_ms: int, grace_ms: int) -> DataFrame:
+    """Section 6: SubBefore records with no SubAfter of the same (request_id, msg_id), started at least
+    grace_ms before until_ms."""
+    before = records.where((F.col("trace_type") == "SubBefore") & (F.col("timestamp") <= until_ms - grace_ms))
+    after = records.where(F.col("trace_type") == "SubAfter").select("request_id", "msg_id")
+    return (
+        before.join(after, ["request_id", "msg_id"], "left_anti")
+        .select("msg_id", "group", "request_id", "client_host", "retry_times", F.col("timestamp").alias("before_ts"))
+        .orderBy("before_ts", "msg_id", "group")
+    )
+
+
+def duplicates(dels: DataFrame) -> DataFrame:
+    """Section 7: (msg_id, group) with more than one successful SubAfter."""
+    return (
+        dels.where(F.col("successes") > 1)
+        .select("msg_id", "group", "successes", "attempts")
+        .orderBy(F.desc("successes"), "msg_id", "group")
+    )
+
+
+def hot_keys(pubs: DataFrame, top: int) -> DataFrame:
+    """Section 8: key tokens of published messages by count."""
+    return (
+        pubs.where(F.col("keys").isNotNull())
+        .select(F.explode(F.split("keys", " ")).alias("key"))
+        .where(F.col("key") != "")
+        .groupBy("key")
+        .agg(F.count(F.lit(1)).alias("messages"))
+        .orderBy(F.desc("messages"), "key")
+        .limit(top)
+    )
+
+
+def hot_tags(pubs: DataFrame, top: int) -> DataFrame:
+    """Section 8: (topic, tag) by published messages (tag NULL = untagged)."""
+    return (
+        pubs.groupBy("topic", "tags")
+        .agg(F.count(F.lit(1)).alias("messages"))
+        .orderBy(F.desc("messages"), "topic", "tags")
+        .limit(top)
+    )
+
+
+def store_host_skew(pubs: DataFrame) -> DataFrame:
+    """Section 8: per (topic, store_host) message count, share of the topic, and the topic's skew
+    (max host count / mean host count; 1.0 = even). The business queue id is not in the trace, so the
+    broker (store host) is the finest placement the trace can show."""
+    counts = pubs.groupBy("topic", "store_host").agg(F.count(F.lit(1)).alias("messages"))
+    totals = counts.groupBy("topic").agg(
+        F.sum("messages").alias("topic_total"), (F.max("messages") / F.avg("messages")).alias("skew")
+    )
+    return (
+        counts.join(totals, "topic")
+        .select("topic", "store_host", "messages", (F.col("messages") / F.col("topic_total")).alias("share"), "skew")
+        .orderBy("topic", "store_host")
+    )
+
+
+def trace_queue_skew(records: DataFrame) -> DataFrame:
+    """Section 8: trace records per trace-topic queue (broker, queue_id) and their share."""
+    counts = records.groupBy("broker", "queue_id").agg(F.count(F.lit(1)).alias("records"))
+    total = records.agg(F.count(F.lit(1)).alias("total"))
+    return (
+        counts.crossJoin(total)
+        .select("broker", "queue_id", "records", (F.col("records") / F.col("total")).alias("share"))
+        .orderBy("broker", "queue_id")
+    )
+
+
+def trace_health(pubs: DataFrame, dels: DataFrame, facts: DataFrame) -> DataFrame:
+    """Section 9, one row: messages (consumable), complete (every subscribed group has a SubBefore and a
+    SubAfter), complete_share, orphan_deliveries ((msg_id, group) with Sub records but no Pub in the
+    window), negative_lag and negative_e2e pairs (clock skew)."""
+    per_msg = facts.groupBy("msg_id").agg(
+        F.min(F.when(F.col("first_before_ts").isNotNull() & (F.col("afters") > 0), 1).otherwise(0)).alias("ok")
+    )
+    consumable = pubs.where("consumable").select("msg_id")
+    msgs = consumable.join(per_msg, "msg_id", "left").agg(
+        F.count(F.lit(1)).alias("messages"),
+        F.count(F.when(F.coalesce(F.col("ok"), F.lit(1)) == 1, 1)).alias("complete"),
+    )
+    orphans = dels.join(pubs.select("msg_id"), "msg_id", "left_anti").agg(F.count(F.lit(1)).alias("orphan_deliveries"))
+    neg = facts.agg(
+        F.count(F.when(F.col("lag") < 0, 1)).alias("negative_lag"),
+        F.count(F.when(F.col("e2e") < 0, 1)).alias("negative_e2e"),
+    )
+    share = F.when(F.col("messages") > 0, F.col("complete") / F.col("messages"))
+    return msgs.crossJoin(orphans).crossJoin(neg).withColumn("complete_share", share).select(
+        "messages", "complete", "complete_share", "orphan_deliveries", "negative_lag", "negative_e2e"
+    )
+
+
+def clock_skew_hosts(facts: DataFrame) -> DataFrame:
+    """Section 9: consumer client hosts with negative delivery lags, with the most negative value."""
+    return (
+        facts.where(F.col("lag") < 0)
+        .groupBy("client_host")
+        .agg(F.count(F.lit(1)).alias("negative_lag"), F.min("lag").alias("min_lag"))
+        .orderBy(F.desc("negative_lag"), "client_host")
+    )
+
+
+def regressions(
+    current: DataFrame, previous: DataFrame, section: str, keys: Sequence[str], metrics: Sequence[str]
+) -> DataFrame:
+    """Section 10: metrics of ``current`` vs ``previous`` (same shape), one row per (key, metric):
+    section, key (the key columns joined by '/'), metric, previous, current, delta, change (delta /
+    |previous|, NULL when previous is 0 or missing). Higher is worse for every metric used here, so
+    ``order_regressions`` sorts by change then delta, descending."""
+    key_expr = F.concat_ws("/", *[F.coalesce(F.col(k).cast("string"), F.lit("-")) for k in keys])
+    cur = current.select(key_expr.alias("key"), *[F.col(m).cast("double").alias(m) for m in metrics])
+    prev = previous.select(key_expr.alias("key"), *[F.col(m).cast("double").alias(f"prev_{m}") for m in metrics])
+    j = cur.join(prev, "key", "full")
+    stack = F.explode(
+        F.array(*[F.struct(F.lit(m).alias("metric"), F.col(f"prev_{m}").alias("previous"), F.col(m).alias("current"))
+                  for m in metrics])  # fmt: skip
+    )
+    rows = j.select("key", stack.alias("s")).select("key", "s.metric", "s.previous", "s.current")
+    delta = F.col("current") - F.col("previous")
+    change = F.when(F.col("previous") != 0, delta / F.abs(F.col("previous")))
+    return rows.select(F.lit(section).alias("section"), "key", "metric", "previous", "current",
+                       delta.alias("delta"), change.alias("change"))  # fmt: skip
+
+
+def order_regressions(frames: Sequence[DataFrame], top: int) -> DataFrame:
+    """Union of ``regressions`` outputs present in both windows, worst movers first: by relative change,
+    a rise from 0 counting as the largest change, then by absolute delta."""
+    out = frames[0]
+    for f in frames[1:]:
+        out = out.unionByName(f)
+    both = out.where(F.col("previous").isNotNull() & F.col("current").isNotNull())
+    score = F.when(F.col("change").isNotNull(), F.col("change")).when(F.col("delta") > 0, F.lit(1e18)).otherwise(0.0)
+    return both.orderBy(score.desc(), F.desc("delta"), "section", "key", "metric").limit(top)

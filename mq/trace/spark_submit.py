@@ -1,0 +1,191 @@
+"""Find and run ``spark-submit`` for the trace analytics job. Imported by the CLI: never imports pyspark.
+
+``spark-submit`` is ``$SPARK_HOME/bin/spark-submit`` when SPARK_HOME is set, else the one shipped inside
+the installed pyspark package (located with ``importlib.util.find_spec``, which does not import it).
+Java must be on PATH. For cluster executors the ``mq`` package is zipped on the fly and shipped with
+``--py-files``; in local mode the installed package is used as is.
+
+The job reports progress on stderr as lines ``MQTRACE stage=<name> elapsed=<seconds> [k=v ...]``;
+``run_job`` hands each one, parsed, to a callback and keeps Spark's own stderr chatter for the error
+message if the job fails.
+"""
+
+from __future__ import annotations
+
+import collections
+import importlib.util
+import logging
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mq.errors import MQError
+
+log = logging.getLogger(__name__)
+
+PROGRESS_PREFIX = "MQTRACE "
+DEFAULT_MASTER = "local[*]"
+#: Driver memory used unless the caller passes spark.driver.memory (local mode runs everything there).
+DEFAULT_DRIVER_MEMORY = "2g"
+
+
+class SparkUnavailableError(MQError):
+    """spark-submit or Java cannot be found; the message names what to install."""
+
+
+class TraceJobError(MQError):
+    """The Spark job exited non-zero; the message carries the tail of its stderr."""
+
+    def __init__(self, returncode: int, tail: str) -> None:
+        self.returncode = returncode
+        self.tail = tail
+        super().__init__(f"trace analytics job failed (exit {returncode}):\n{tail}")
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    """One parsed progress line of the job."""
+
+    stage: str
+    elapsed: float
+    detail: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class SubmitOptions:
+    """How to submit: master, deploy mode, ``--conf`` pairs, and whether to ship ``mq`` as a zip."""
+
+    master: str = DEFAULT_MASTER
+    deploy_mode: str | None = None
+    conf: Mapping[str, str] = field(default_factory=dict)
+    #: None: ship the zip unless the master is local.
+    ship_package: bool | None = None
+
+
+def job_script() -> Path:
+    """Path of ``mq/trace/analytics/job.py`` (the application file given to spark-submit)."""
+    return Path(__file__).resolve().parent / "analytics" / "job.py"
+
+
+def find_spark_submit(environ: Mapping[str, str] | None = None) -> Path:
+    """$SPARK_HOME/bin/spark-submit if SPARK_HOME is set, else pyspark's bundled bin/spark-submit."""
+    env = os.environ if environ is None else environ
+    home = env.get("SPARK_HOME")
+    if home:
+        p = Path(home) / "bin" / "spark-submit"
+        if p.is_file():
+            return p
+        raise SparkUnavailableError(f"SPARK_HOME={home} has no bin/spark-submit; fix SPARK_HOME or unset it")
+    spec = importlib.util.find_spec("pyspark")
+    if spec is None or not spec.submodule_search_locations:
+        raise SparkUnavailableError("pyspark is not installed: pip install 'pyspark>=3.5' (or set SPARK_HOME)")
+    for loc in spec.submodule_search_locations:
+        p = Path(loc) / "bin" / "spark-submit"
+        if p.is_file():
+            return p
+    raise SparkUnavailableError("the installed pyspark has no bin/spark-submit; reinstall pyspark or set SPARK_HOME")
+
+
+def check_java(environ: Mapping[str, str] | None = None) -> str:
+    """Path of ``java`` ($JAVA_HOME/bin/java, else PATH); raises SparkUnavailableError naming what to install."""
+    env = os.environ if environ is None else environ
+    java_home = env.get("JAVA_HOME")
+    if java_home and (Path(java_home) / "bin" / "java").is_file():
+        return str(Path(java_home) / "bin" / "java")
+    java = shutil.which("java", path=env.get("PATH", ""))
+    if java is None:
+        raise SparkUnavailableError("java not found on PATH: install a Java 17 runtime (e.g. openjdk-17-jre-headless)")
+    return java
+
+
+def build_package_zip(dest_dir: str | os.PathLike[str]) -> Path:
+    """Zip the ``mq`` package (its .py files) into ``dest_dir/mq.zip`` for ``--py-files``."""
+    root = Path(__file__).resolve().parents[1]  # .../mq
+    out = Path(dest_dir) / "mq.zip"
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as zf:
+        for path in sorted(root.rglob("*.py")):
+            if "__pycache__" in path.parts:
+                continue
+            zf.write(path, str(path.relative_to(root.parent)))
+    return out
+
+
+def build_command(
+    spark_submit: str | os.PathLike[str],
+    job_args: Sequence[str],
+    options: SubmitOptions = SubmitOptions(),
+    py_files: str | os.PathLike[str] | None = None,
+) -> list[str]:
+    """The spark-submit argv: master, deploy mode, confs (driver memory defaulted), py-files, job, args."""
+    cmd = [str(spark_submit), "--master", options.master]
+    if options.deploy_mode:
+        cmd += ["--deploy-mode", options.deploy_mode]
+    conf = {"spark.ui.showConsoleProgress": "false", "spark.driver.memory": DEFAULT_DRIVER_MEMORY}
+    conf.update(options.conf)
+    for k, v in conf.items():
+        cmd += ["--conf", f"{k}={v}"]
+    if py_files is not None:
+        cmd += ["--py-files", str(py_files)]
+    return cmd + [str(job_script()), *job_args]
+
+
+def parse_progress(line: str) -> Progress | None:
+    """Parse ``MQTRACE stage=x elapsed=1.5 k=v`` (None for any other line)."""
+    if not line.startswith(PROGRESS_PREFIX):
+        return None
+    kv = dict(tok.split("=", 1) for tok in line[len(PROGRESS_PREFIX) :].split() if "=" in tok)
+    try:
+        stage, elapsed = kv.pop("stage"), float(kv.pop("elapsed"))
+    except (KeyError, ValueError):
+        return None
+    return Progress(stage, elapsed, kv)
+
+
+def run_job(
+    job_args: Sequence[str],
+    out_dir: str | os.PathLike[str],
+    *,
+    options: SubmitOptions = SubmitOptions(),
+    on_progress: Callable[[Progress], None] | None = None,
+    environ: Mapping[str, str] | None = None,
+    tail_lines: int = 40,
+) -> Path:
+    """Run the job (``job_args`` without ``--out``) writing to ``out_dir``; returns ``out_dir``.
+
+    Progress lines go to ``on_progress``; other stderr lines are logged at DEBUG and the last
+    ``tail_lines`` of them are put in the TraceJobError raised on a non-zero exit.
+    """
+    env = dict(os.environ if environ is None else environ)
+    submit = find_spark_submit(env)
+    check_java(env)
+    # Driver and workers use this interpreter, where mq and its dependencies are installed.
+    env.setdefault("PYSPARK_PYTHON", sys.executable)
+    env.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    ship = options.ship_package if options.ship_package is not None else not options.master.startswith("local")
+    out = Path(out_dir)
+    with tempfile.TemporaryDirectory(prefix="mq-trace-submit-") as tmp:
+        zip_path = build_package_zip(tmp) if ship else None
+        cmd = build_command(submit, [*job_args, "--out", str(out)], options, zip_path)
+        log.info("running %s", " ".join(cmd))
+        tail: collections.deque[str] = collections.deque(maxlen=tail_lines)
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, text=True,
+                                errors="replace")  # fmt: skip
+        assert proc.stdout is not None
+        with proc:
+            for raw in proc.stdout:
+                line = raw.rstrip("\n")
+                prog = parse_progress(line)
+                if prog is None:
+                    log.debug("spark: %s", line)
+                    tail.append(line)
+                elif on_progress is not None:
+                    on_progress(prog)
+        if proc.returncode != 0:
+            raise TraceJobError(proc.returncode, "\n".join(tail))
+    return out

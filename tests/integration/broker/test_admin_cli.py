@@ -1,0 +1,201 @@
+"""The admin CLI (`mq updateTopic`, `topicStatus`, `consumerProgress`, `queryMsgBy*`, ...) against real daemons.
+
+The daemons run on the test's event loop; each CLI call runs in a worker thread (CliRunner on
+``mq.cli.main:cli``, or ``python -m mq.cli.main`` in a subprocess for exit codes and stderr), so the loop keeps
+serving while the command talks to it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from mq.cli.main import cli as mq_cli
+from mq.common import properties as P
+from mq.common.msg_id import UniqKeyGenerator
+from mq.protocol import headers as H
+from mq.protocol.codes import RequestCode as R, ResponseCode as C
+
+from tests.integration.broker.wire import heartbeat_cmd, req, send_cmd
+
+
+@pytest.fixture
+def mq(cluster):
+    """``mq(*args)`` -> click Result of ``mq -n <namesrv> *args``, run in a thread while the daemons serve."""
+    runner = CliRunner()
+
+    def invoke(*args: str):
+        return cluster.run(asyncio.to_thread(runner.invoke, mq_cli, ["-n", cluster.namesrv_addr, *args],
+                                             env={"COLUMNS": "250"}))
+    return invoke
+
+
+def mq_json(mq, *args: str):
+    res = mq(*args, "--json")
+    assert res.exit_code == 0, (args, res.output, res.exception)
+    return json.loads(res.stdout)
+
+
+def subprocess_mq(cluster, *args: str) -> tuple[int, str, str]:
+    async def go():
+        proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "mq.cli.main", "-n", cluster.namesrv_addr,
+                                                    *args, stdout=asyncio.subprocess.PIPE,
+                                                    stderr=asyncio.subprocess.PIPE)
+        out, err = await proc.communicate()
+        return proc.returncode, out.decode(), err.decode()
+    return cluster.run(go(), timeout=60)
+
+
+def send(cluster, client, topic: str, body: bytes, *, queue_id: int = 0, keys: str | None = None,
+         uniq: str | None = None) -> H.SendMessageResponseHeader:
+    props = {P.TAGS: "TagA", P.WAIT_STORE_MSG_OK: "true"}
+    if keys:
+        props[P.KEYS] = keys
+    props[P.UNIQ_CLIENT_MESSAGE_ID_KEYIDX] = uniq or UniqKeyGenerator("127.0.0.1", pid=4242).next()
+    resp = cluster.run(client.invoke(cluster.broker_addr, send_cmd(topic, body, queue_id=queue_id,
+                                                                   properties=P.encode_properties(props))))
+    assert resp.code == C.SUCCESS, resp.remark
+    return H.SendMessageResponseHeader.from_ext(resp.ext_fields)
+
+
+def commit(cluster, client, group: str, topic: str, queue_id: int, offset: int) -> None:
+    resp = cluster.run(client.invoke(cluster.broker_addr, req(R.UPDATE_CONSUMER_OFFSET,
+                                                              H.UpdateConsumerOffsetRequestHeader(
+                                                                  consumer_group=group, topic=topic,
+                                                                  queue_id=queue_id, commit_offset=offset))))
+    assert resp.code == C.SUCCESS
+
+
+def test_update_topic_list_route_status_delete(cluster, mq):
+    res = mq("updateTopic", "-t", "CliT1", "-c", "DefaultCluster", "-r", "3", "-w", "3")
+    assert res.exit_code == 0, res.output
+    assert "create topic CliT1" in res.stdout and cluster.broker_addr in res.stdout
+    assert "CliT1" in [t["topic"] for t in mq_json(mq, "topicList")["topics"]]
+    route = mq_json(mq, "topicRoute", "-t", "CliT1")
+    assert [(q["brokerName"], q["readQueueNums"], q["writeQueueNums"]) for q in route["queueDatas"]] == [
+        (cluster.broker.broker_name, 3, 3)]
+    status = mq_json(mq, "topicStatus", "-t", "CliT1")
+    assert [(q["queueId"], q["minOffset"], q["maxOffset"]) for q in status["queues"]] == [(0, 0, 0), (1, 0, 0), (2, 0, 0)]
+    table = mq("topicStatus", "-t", "CliT1")
+    assert table.exit_code == 0 and "Status of CliT1" in table.stdout and "3 queue(s)" in table.stdout
+
+    res = mq("deleteTopic", "-t", "CliT1", "-c", "DefaultCluster")
+    assert res.exit_code == 0, res.output
+    assert "CliT1" not in [t["topic"] for t in mq_json(mq, "topicList")["topics"]]
+    assert mq("topicStatus", "-t", "CliT1").exit_code != 0
+
+
+def test_update_topic_order_and_target_errors(cluster, mq, client):
+    res = mq("updateTopic", "-t", "CliOrd", "-b", cluster.broker_addr, "-w", "2", "-r", "2", "--order", "--json")
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert out["orderConf"] == f"{cluster.broker.broker_name}:2"
+    kv = cluster.run(client.invoke(cluster.namesrv_addr, req(R.GET_KV_CONFIG, H.GetKVConfigRequestHeader(
+        namespace="ORDER_TOPIC_CONFIG", key="CliOrd"))))
+    assert H.GetKVConfigResponseHeader.from_ext(kv.ext_fields).value == f"{cluster.broker.broker_name}:2"
+    assert mq("updateTopic", "-t", "CliOrd").exit_code == 2  # neither -c nor -b
+    bad = mq("updateTopic", "-t", "CliOrd", "-c", "NoSuchCluster")
+    assert bad.exit_code == 1 and "NoSuchCluster" in str(bad.exception)
+
+
+def test_consumer_progress_and_reset(cluster, mq, client):
+    mq("updateTopic", "-t", "CliT2", "-c", "DefaultCluster", "-r", "2", "-w", "2")
+    for i in range(6):
+        send(cluster, client, "CliT2", b"p%d" % i, queue_id=i % 2)
+    commit(cluster, client, "CliG2", "CliT2", 0, 1)
+    commit(cluster, client, "CliG2", "CliT2", 1, 3)
+    out = mq_json(mq, "consumerProgress", "-g", "CliG2")
+    rows = [(q["topic"], q["queueId"], q["brokerOffset"], q["consumerOffset"], q["diff"]) for q in out["queues"]]
+    assert rows == [("CliT2", 0, 3, 1, 2), ("CliT2", 1, 3, 3, 0)]
+    assert out["totals"]["diff"] == 2 and out["totals"]["lastTimestamp"] > 0
+    text = mq("consumerProgress", "-g", "CliG2")
+    assert text.exit_code == 0 and "Diff Total: 2" in text.stdout
+    groups = {g["group"]: g for g in mq_json(mq, "consumerProgress")["groups"]}
+    assert groups["CliG2"]["diffTotal"] == 2 and groups["CliG2"]["clients"] == 0
+
+    res = mq_json(mq, "resetOffsetByTime", "-g", "CliG2", "-t", "CliT2", "-s", "0")
+    assert [(o["queueId"], o["offset"]) for o in res["offsets"]] == [(0, 0), (1, 0)]
+    out = mq_json(mq, "consumerProgress", "-g", "CliG2")
+    assert [q["consumerOffset"] for q in out["queues"]] == [0, 0] and out["totals"]["diff"] == 6
+    res = mq_json(mq, "resetOffsetByTime", "-g", "CliG2", "-t", "CliT2", "-s", "now")
+    assert [o["offset"] for o in res["offsets"]] == [3, 3]
+    assert mq("resetOffsetByTime", "-g", "CliG2", "-t", "CliT2", "-s", "yesterday").exit_code == 2
+
+
+def test_query_messages_by_key_id_and_offset(cluster, mq, client):
+    mq("updateTopic", "-t", "CliT3", "-c", "DefaultCluster", "-r", "1", "-w", "1")
+    uniq = UniqKeyGenerator("127.0.0.1", pid=4242)
+    ids = [uniq.next() for _ in range(3)]
+    sent = [send(cluster, client, "CliT3", b"hello %d" % i, keys=f"order-{i % 2} common", uniq=ids[i]) for i in range(3)]
+
+    found = mq_json(mq, "queryMsgByKey", "-t", "CliT3", "-k", "order-0")["messages"]
+    assert [m["body"] for m in found] == ["hello 2", "hello 0"]  # newest first
+    assert all(m["brokerName"] == cluster.broker.broker_name for m in found)
+    assert len(mq_json(mq, "queryMsgByKey", "-t", "CliT3", "-k", "common", "--max", "2")["messages"]) == 2
+    assert mq_json(mq, "queryMsgByKey", "-t", "CliT3", "-k", "nope")["messages"] == []
+
+    by_offset_id = mq_json(mq, "queryMsgById", "-i", sent[1].msg_id)
+    assert by_offset_id["foundAs"] == "offsetMsgId"
+    m = by_offset_id["messages"][0]
+    assert (m["body"], m["uniqKey"], m["offsetMsgId"], m["queueOffset"]) == ("hello 1", ids[1], sent[1].msg_id, 1)
+    assert m["properties"]["KEYS"] == "order-1 common"
+    by_uniq = mq_json(mq, "queryMsgById", "-i", ids[2], "-t", "CliT3")
+    assert by_uniq["foundAs"] == "uniqKey" and by_uniq["messages"][0]["body"] == "hello 2"
+    text = mq("queryMsgById", "-i", sent[0].msg_id)
+    assert text.exit_code == 0 and "hello 0" in text.stdout and "Property KEYS" in text.stdout
+    assert mq("queryMsgById", "-i", ids[0]).exit_code == 2  # a UNIQ_KEY needs -t
+
+    at = mq_json(mq, "queryMsgByOffset", "-t", "CliT3", "-b", cluster.broker.broker_name, "-q", "0", "-o", "2")
+    assert (at["body"], at["queueOffset"], at["uniqKey"]) == ("hello 2", 2, ids[2])
+    past = mq("queryMsgByOffset", "-t", "CliT3", "-b", cluster.broker_addr, "-q", "0", "-o", "3")
+    assert past.exit_code == 1 and "has no message" in str(past.exception)
+
+
+def test_broker_status_cluster_list_and_groups(cluster, mq, client, run):
+    send(cluster, client, "CliT4", b"x")
+    kv = mq_json(mq, "brokerStatus", "-b", cluster.broker_addr)
+    assert {"putTps", "getTransferedTps", "msgPutTotalTodayNow", "brokerVersionDesc"} <= set(kv)
+    per_cluster = mq_json(mq, "brokerStatus", "-c", "DefaultCluster")
+    assert list(per_cluster) == [cluster.broker_addr]
+    rows = mq_json(mq, "clusterList")["clusters"]
+    assert len(rows) == 1 and rows[0]["address"] == cluster.broker_addr
+    assert rows[0]["version"] == "V4_9_4" and rows[0]["putToday"] >= 1 and "inTps" in rows[0] and "outTps" in rows[0]
+    text = mq("clusterList")
+    assert text.exit_code == 0 and "InTPS" in text.stdout and "V4_9_4" in text.stdout
+
+    assert mq("updateSubGroup", "-g", "CliSG", "-b", cluster.broker_addr, "-r", "5").exit_code == 0
+    assert cluster.broker.subscription_groups.get("CliSG").retry_max_times == 5
+    assert mq("deleteSubGroup", "-g", "CliSG", "-c", "DefaultCluster").exit_code == 0
+    assert cluster.broker.subscription_groups.get("CliSG") is None
+
+    assert mq("updateBrokerConfig", "-b", cluster.broker_addr, "-k", "defaultTopicQueueNums", "-v", "4").exit_code == 0
+    assert mq_json(mq, "getBrokerConfig", "-b", cluster.broker_addr)["defaultTopicQueueNums"] == "4"
+
+    offline = mq("consumerConnection", "-g", "CliG5")
+    assert offline.exit_code == 1 and "not online" in str(offline.exception)
+    hb = heartbeat_cmd("10.1.1.1@cli", consumer_group="CliG5", topic="CliT4", producer_group="CliPG5")
+    assert run(client.invoke(cluster.broker_addr, hb)).code == C.SUCCESS
+    cc = mq_json(mq, "consumerConnection", "-g", "CliG5")
+    assert [c["clientId"] for c in cc["connectionSet"]] == ["10.1.1.1@cli"] and "CliT4" in cc["subscriptionTable"]
+    pc = mq_json(mq, "producerConnection", "-g", "CliPG5", "-t", "CliT4")
+    assert [c["clientId"] for c in pc["connectionSet"]] == ["10.1.1.1@cli"]
+
+
+def test_error_paths_exit_non_zero_with_one_line(cluster):
+    cases = [
+        (("topicStatus", "-t", "NoSuchTopic"), "NoSuchTopic"),
+        (("brokerStatus", "-b", "127.0.0.1:1"), "127.0.0.1:1"),
+        (("queryMsgById", "-i", "not-an-id"), "hexadecimal"),
+        (("consumerConnection", "-g", "NobodyHere"), "not online"),
+    ]
+    for args, needle in cases:
+        code, out, err = subprocess_mq(cluster, *args)
+        assert code != 0, args
+        lines = [ln for ln in err.strip().splitlines() if ln.strip()]
+        assert needle in err, (args, err)
+        assert "Traceback" not in err
+        if code == 1:
+            assert len(lines) == 1, (args, err)
