@@ -3,8 +3,9 @@
 The broker runs in its own process (``mq broker start``, no name server); this process is the load generator.
 It sends PRE-ENCODED frames over raw asyncio Protocols (the Python client would be the bottleneck) and only
 counts response frames (for pulls it decodes the response header to follow ``nextBeginOffset``). 1 KB bodies
-over loopback. RSS is the broker's USS (``psutil.Process.memory_full_info().uss``: private memory, so the
-mapped store files, which are shared file pages, are excluded).
+over loopback. Memory: the broker's RSS minus the resident pages of its mapped store files (commit log,
+consume queues, index: ``psutil.Process.memory_maps()`` entries under the store directory); USS would count
+those file pages too, since no other process maps them.
 
     python benchmarks/broker_send_bench.py [--seconds 5] [--port 30911]
 """
@@ -235,9 +236,11 @@ def main() -> None:
                 rate = asyncio.run(drain(args.port, "DrainT", queues, args.drain_per_queue))
                 print(f"{flush:11s} backlog drain msgs/s ({queues} queues x {args.drain_per_queue:,}, 32 per pull): "
                       f"{rate:10,.0f}", flush=True)
-            mem = ps.memory_full_info()
-            print(f"{flush:11s} broker memory: USS {mem.uss / 2**20:.1f} MiB (private; excludes mapped store "
-                  f"files), RSS {mem.rss / 2**20:.1f} MiB", flush=True)
+            rss = ps.memory_info().rss
+            mapped = sum(m.rss for m in ps.memory_maps() if m.path.startswith(tmp))
+            print(f"{flush:11s} broker memory: RSS {rss / 2**20:.1f} MiB, of which mapped store files "
+                  f"{mapped / 2**20:.1f} MiB -> RSS excluding store mappings {(rss - mapped) / 2**20:.1f} MiB",
+                  flush=True)
         finally:
             stop_broker(proc)
             shutil.rmtree(tmp, ignore_errors=True)

@@ -56,7 +56,7 @@ def main() -> int:
         (work / "export" / "records").rename(archive)
         print(f"exported {info['records']:,} records (+{info['malformed_total']:,} malformed) to Parquet in "
               f"{exp:.1f} s = {info['records'] / exp:,.0f} records/s (spark-submit start-up included)")  # fmt: skip
-        since, until = cfg.start_ms, truth.max_timestamp + 1
+        since, until = cfg.start_ms, truth.max_timestamp + 60_000  # leftovers flush after the last record
     else:
         since, until = cfg.start_ms, cfg.start_ms + 48 * 3_600_000
     t0 = time.perf_counter()

@@ -42,12 +42,12 @@ def consume(obj, topic, group, expression, count, broadcast, from_, timeout, jso
         nonlocal seen
         done = asyncio.Event()
 
-        def listener(msgs, ctx):
+        async def listener(msgs, ctx):
             nonlocal seen
+            if count is not None and seen >= count:
+                done.set()
+                await asyncio.get_running_loop().create_future()  # park it: cancelled at shutdown, not committed
             for m in msgs:
-                if count is not None and seen >= count:
-                    done.set()
-                    return ConsumeStatus.RECONSUME_LATER  # not ours to take: leave it for the group
                 seen += 1
                 r = message_row(m)
                 if json_mode:
@@ -70,7 +70,7 @@ def consume(obj, topic, group, expression, count, broadcast, from_, timeout, jso
         except (asyncio.TimeoutError, asyncio.CancelledError):
             pass
         finally:
-            await consumer.shutdown()
+            await consumer.shutdown(grace=0.5)
         return seen
 
     run(main())

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import os
 import socket
@@ -246,10 +247,28 @@ class MQClientInstance:
             self.publish[topic] = info
             return route
 
-    async def publish_info(self, topic: str) -> TopicPublishInfo:
+    async def publish_info(self, topic: str, default_topic: str | None = None,
+                           default_queue_nums: int = 4) -> TopicPublishInfo:
+        """The topic's write queues; with ``default_topic`` (TBW102) a topic the name server does not know yet
+        is sent to the brokers of the default topic, which auto-create it (Java ``tryToFindTopicPublishInfo``)."""
         info = self.publish.get(topic)
         if info is None or not info.ok:
-            await self.update_route(topic, force=False)
+            try:
+                await self.update_route(topic, force=False)
+            except TopicNotExistError as exc:
+                if not default_topic:
+                    raise
+                try:
+                    base = await self.admin.topic_route(default_topic)
+                except TopicNotExistError:
+                    raise exc from None
+                route = TopicRouteData(queue_datas=[
+                    dataclasses.replace(qd, read_queue_nums=min(default_queue_nums, qd.read_queue_nums),
+                                        write_queue_nums=min(default_queue_nums, qd.write_queue_nums))
+                    for qd in base.queue_datas], broker_datas=base.broker_datas)
+                for bd in route.broker_datas:
+                    self.broker_addrs[bd.broker_name] = dict(bd.broker_addrs)
+                self.publish[topic] = publish_info(topic, route)
             info = self.publish[topic]
         return info
 

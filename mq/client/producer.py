@@ -164,7 +164,8 @@ class Producer:
     async def fetch_publish_queues(self, topic: str) -> list[MessageQueue]:
         self._require_started()
         assert self.instance is not None
-        return list((await self.instance.publish_info(validate_topic(topic))).queues)
+        return list((await self.instance.publish_info(validate_topic(topic), self.config.create_topic_key,
+                                                      self.config.default_topic_queue_nums)).queues)
 
     # -- internals --------------------------------------------------------------------------------------
     def _require_started(self) -> None:
@@ -196,7 +197,8 @@ class Producer:
         timeout = self.config.send_msg_timeout if timeout is None else timeout
         begin = time.monotonic()
         deadline = begin + timeout
-        info = await self.instance.publish_info(msg.topic)
+        info = await self.instance.publish_info(msg.topic, self.config.create_topic_key,
+                                                self.config.default_topic_queue_nums)
         if not info.ok:
             raise MQError(f"no writable queue for topic {msg.topic!r} (route has no master with WRITE permission)")
         if queue is not None or selector is not None:

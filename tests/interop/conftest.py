@@ -1,0 +1,63 @@
+"""Interop fixtures: a name server and a broker on their own event loop in a background thread (the C++
+client runs in subprocesses, so the daemons must keep serving while the test blocks on them)."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import pytest
+
+from mq.config import BrokerConfig, NamesrvConfig, StoreConfig
+
+
+class Daemons:
+    def __init__(self, root: str) -> None:
+        self.root = root
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.namesrv = None
+        self.broker = None
+
+    def call(self, coro, timeout: float = 30.0):
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
+
+    def start(self) -> None:
+        from mq.daemon.broker.controller import BrokerController
+        from mq.daemon.namesrv.server import NamesrvServer
+
+        self.thread.start()
+
+        async def up():
+            self.namesrv = NamesrvServer(NamesrvConfig(listen_port=0, kv_config_path=f"{self.root}/kv.json"))
+            await self.namesrv.start()
+            self.broker = BrokerController(
+                BrokerConfig(listen_port=0, namesrv_addr=self.namesrv.address),
+                store_config=StoreConfig(store_path_root_dir=f"{self.root}/store",
+                                         mapped_file_size_commit_log=32 * 1024 * 1024,
+                                         max_hash_slot_num=50_000, max_index_num=200_000))
+            await self.broker.start()
+
+        self.call(up())
+
+    def stop(self) -> None:
+        async def down():
+            if self.broker is not None:
+                await self.broker.stop()
+            if self.namesrv is not None:
+                await self.namesrv.stop()
+
+        try:
+            self.call(down())
+        finally:
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self.thread.join(10)
+            self.loop.close()
+
+
+@pytest.fixture
+def daemons(tmp_path):
+    d = Daemons(str(tmp_path))
+    d.start()
+    yield d
+    d.stop()
