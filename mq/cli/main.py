@@ -41,6 +41,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "queryMsgByKey": ("mq.cli.query:query_msg_by_key", "Find messages of a topic by key."),
     "queryMsgById": ("mq.cli.query:query_msg_by_id", "Show a message by offsetMsgId or UNIQ_KEY."),
     "queryMsgByOffset": ("mq.cli.query:query_msg_by_offset", "Show the message at a queue offset."),
+    "trace": ("mq.cli.trace:trace", "Message trace: follow one message's path (mq trace -i MSGID)."),
 }
 
 

@@ -346,12 +346,18 @@ def check_record(buf: memoryview, pos: int, *, check_crc: bool, delay_levels_ms:
         tlen = buf[p]
         if tlen == 0 or tlen > 127:
             return -1, None
-        topic = bytes(buf[p + 1:p + 1 + tlen]).decode("utf-8")
+        topic_b = bytes(buf[p + 1:p + 1 + tlen])
         p += 1 + tlen
         (plen,) = _I16.unpack_from(buf, p)
         p += 2
         if plen < 0 or p + plen != pos + total:
             return -1, None
+        # Torn-tail guard beyond RocketMQ's checks (the CRC covers only the body): a zero-filled topic or
+        # properties tail is a record cut short, never a real one (topics are [%|a-zA-Z0-9_-], and a
+        # properties string never ends in NUL).
+        if b"\x00" in topic_b or (plen and buf[p + plen - 1] == 0):
+            return -1, None
+        topic = topic_b.decode("utf-8")
         keys = uniq = None
         tc = 0
         if plen:

@@ -191,8 +191,10 @@ class GroupCommitService:
         self._watcher.start()
 
     def _run(self) -> None:
+        # An append sets _wake after adding its work; clearing before the swap in flush_once means no work
+        # is ever left behind. The timeout only bounds how long a stop request can go unnoticed.
         while True:
-            self._wake.wait()
+            self._wake.wait(0.2)
             self._wake.clear()
             if not self.flush_once() and self._stopped:
                 return
