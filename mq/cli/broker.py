@@ -80,7 +80,6 @@ def start(ctx: click.Context, namesrv: str | None, host: str | None, port: int |
         raise runtime.DaemonError(f"a broker is already running (pid {existing}, pid file {pid_file})")
 
     if daemon:
-        log_file = log_file or runtime.default_log_file("broker")
         argv = [sys.executable, "-m", "mq.cli.main", "broker", "start", "--namesrv", bcfg.namesrv_addr,
                 "--host", bcfg.host, "--port", str(bcfg.listen_port), "--store", scfg.store_path_root_dir,
                 "--broker-name", bcfg.broker_name, "--cluster", bcfg.broker_cluster_name, "--broker-id",
@@ -89,9 +88,8 @@ def start(ctx: click.Context, namesrv: str | None, host: str | None, port: int |
             argv += ["--advertise", bcfg.broker_ip1]
         if config_file:
             argv += ["--config", str(config_file)]
-        pid = runtime.spawn_detached(argv, log_file=log_file, pid_file=pid_file,
-                                     ready=lambda: runtime.running_pid(pid_file) is not None
-                                     and runtime.port_open(bcfg.host, bcfg.listen_port))
+        pid, log_file = runtime.start_detached(argv, kind="broker", host=bcfg.host, port=bcfg.listen_port,
+                                               pid_file=pid_file, log_file=log_file)
         click.echo(f"broker {bcfg.broker_name} started: {bcfg.advertised_host}:{bcfg.listen_port} (pid {pid}, "
                    f"store {scfg.store_path_root_dir}, log {log_file})")
         return
@@ -99,20 +97,11 @@ def start(ctx: click.Context, namesrv: str | None, host: str | None, port: int |
     from mq.daemon.broker.controller import BrokerController
 
     runtime.setup_logging(log_level)
-
-    async def main(stop) -> None:
-        ctrl = BrokerController(bcfg, store_config=scfg)
-        await ctrl.start()
-        runtime.write_pid_file(pid_file)
-        try:
-            click.echo(f"broker {bcfg.broker_name} listening on {ctrl.address}, store {scfg.store_path_root_dir}"
-                       f", name servers {bcfg.namesrv_addr or '(none)'} (Ctrl-C to stop)", err=True)
-            await stop.wait()
-        finally:
-            await ctrl.stop()
-            runtime.remove_pid_file(pid_file)
-
-    runtime.run_until_signalled(main)
+    runtime.serve_in_foreground(
+        lambda: BrokerController(bcfg, store_config=scfg), pid_file=pid_file,
+        banner=lambda ctrl: (f"broker {bcfg.broker_name} listening on {ctrl.address}, store "
+                             f"{scfg.store_path_root_dir}, name servers {bcfg.namesrv_addr or '(none)'} "
+                             "(Ctrl-C to stop)"))
 
 
 def _file_sets_namesrv(path: Path) -> bool:

@@ -43,33 +43,21 @@ def start(host: str | None, port: int | None, config_file: Path | None, daemon: 
         raise runtime.DaemonError(f"a name server is already running (pid {existing}, pid file {pid_file})")
 
     if daemon:
-        log_file = log_file or runtime.default_log_file("namesrv")
         argv = [sys.executable, "-m", "mq.cli.main", "namesrv", "start", "--host", cfg.host, "--port",
                 str(cfg.listen_port), "--pid-file", str(pid_file), "--log-level", log_level]
         if config_file:
             argv += ["--config", str(config_file)]
-        pid = runtime.spawn_detached(argv, log_file=log_file, pid_file=pid_file,
-                                     ready=lambda: runtime.running_pid(pid_file) is not None
-                                     and runtime.port_open(cfg.host, cfg.listen_port))
+        pid, log_file = runtime.start_detached(argv, kind="namesrv", host=cfg.host, port=cfg.listen_port,
+                                               pid_file=pid_file, log_file=log_file)
         click.echo(f"name server started: {cfg.host}:{cfg.listen_port} (pid {pid}, log {log_file})")
         return
 
     from mq.daemon.namesrv.server import NamesrvServer
 
     runtime.setup_logging(log_level)
-
-    async def main(stop) -> None:
-        server = NamesrvServer(cfg)
-        await server.start()
-        runtime.write_pid_file(pid_file)
-        try:
-            click.echo(f"name server listening on {cfg.host}:{server.port} (Ctrl-C to stop)", err=True)
-            await stop.wait()
-        finally:
-            await server.stop()
-            runtime.remove_pid_file(pid_file)
-
-    runtime.run_until_signalled(main)
+    runtime.serve_in_foreground(
+        lambda: NamesrvServer(cfg), pid_file=pid_file,
+        banner=lambda server: f"name server listening on {cfg.host}:{server.port} (Ctrl-C to stop)")
 
 
 @namesrv.command("stop")

@@ -18,7 +18,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Awaitable, Callable
+from typing import Any, Awaitable, Callable
 
 from mq.errors import MQError
 
@@ -183,6 +183,34 @@ def describe_bind_error(exc: OSError, host: str, port: int) -> str:
 # -------------------------------------------------------------------------------------------------
 # running
 # -------------------------------------------------------------------------------------------------
+def start_detached(argv: list[str], *, kind: str, host: str, port: int, pid_file: Path,
+                   log_file: Path | None) -> tuple[int, Path]:
+    """``--daemon``: re-run ``argv`` detached and wait until it has written its pid file and listens."""
+    log_file = log_file or default_log_file(kind)
+    pid = spawn_detached(argv, log_file=log_file, pid_file=pid_file,
+                         ready=lambda: running_pid(pid_file) is not None and port_open(host, port))
+    return pid, log_file
+
+
+def serve_in_foreground(make_daemon: Callable[[], Any], *, pid_file: Path,
+                        banner: Callable[[Any], str]) -> None:
+    """Start ``make_daemon()`` (an object with async ``start``/``stop``), write the pid file, print the
+    banner on stderr, and run until SIGINT/SIGTERM; then stop it and remove the pid file."""
+
+    async def main(stop: asyncio.Event) -> None:
+        daemon = make_daemon()
+        await daemon.start()
+        write_pid_file(pid_file)
+        try:
+            print(banner(daemon), file=sys.stderr, flush=True)
+            await stop.wait()
+        finally:
+            await daemon.stop()
+            remove_pid_file(pid_file)
+
+    run_until_signalled(main)
+
+
 def run_until_signalled(main: Callable[[asyncio.Event], Awaitable[None]]) -> None:
     """Run ``main(stop_event)`` on a fresh loop; SIGINT/SIGTERM set the event for a clean shutdown."""
     from mq.remoting import new_event_loop

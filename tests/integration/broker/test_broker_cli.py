@@ -1,0 +1,64 @@
+"""`mq broker start --daemon` / `mq broker stop` and a config-file error, run as processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def mq(*args: str, env: dict, timeout: float = 90) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "mq.cli.main", *args], capture_output=True, text=True,
+                          timeout=timeout, env=env, stdin=subprocess.DEVNULL)
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict:
+    e = dict(os.environ, MQ_HOME=str(tmp_path / "home"))
+    e.pop("NAMESRV_ADDR", None)
+    return e
+
+
+def test_broker_daemon_registers_and_stops(env, tmp_path):
+    ns_port, br_port = free_port(), free_port()
+    ns = mq("namesrv", "start", "--port", str(ns_port), "--daemon", env=env)
+    assert ns.returncode == 0, ns.stderr
+    try:
+        br = mq("broker", "start", "--namesrv", f"127.0.0.1:{ns_port}", "--port", str(br_port), "--store",
+                str(tmp_path / "store"), "--broker-name", "broker-x", "--daemon", env=env)
+        assert br.returncode == 0, br.stderr
+        assert f"broker broker-x started: 127.0.0.1:{br_port}" in br.stdout
+        try:
+            out = mq("-n", f"127.0.0.1:{ns_port}", "clusterList", "--json", env=env)
+            assert out.returncode == 0, out.stderr
+            rows = json.loads(out.stdout)["clusters"]
+            assert [(r["brokerName"], r["address"]) for r in rows] == [("broker-x", f"127.0.0.1:{br_port}")]
+        finally:
+            stop = mq("broker", "stop", env=env)
+        assert stop.returncode == 0, stop.stderr
+        assert not (tmp_path / "home" / "run" / "broker.pid").exists()
+        # a clean stop leaves no abort file behind
+        assert not (tmp_path / "store" / "abort").exists()
+    finally:
+        mq("namesrv", "stop", env=env)
+
+
+def test_unknown_config_key_is_a_clear_error(env, tmp_path):
+    conf = tmp_path / "broker.yaml"
+    conf.write_text("brokerName: b\nnoSuchKey: 1\n")
+    proc = mq("broker", "start", "--config", str(conf), "--store", str(tmp_path / "s"), env=env)
+    assert proc.returncode == 1
+    line = proc.stderr.strip().splitlines()[-1]
+    assert "noSuchKey" in line and line.startswith("error:")
+    assert "Traceback" not in proc.stderr
