@@ -368,6 +368,29 @@ class BrokerConfig:
     #: Connections with no traffic for this many seconds are closed (serverChannelMaxIdleTimeSeconds).
     server_channel_max_idle_time_seconds: int = 120
     frame_limits: FrameLimits = field(default_factory=FrameLimits)
+    # -- delivery (retry/DLQ, schedule, transactions, timer): the DELIVERY helper's additions ------------------
+    #: delayOffset.json persistence period (ScheduleMessageService: 10 s).
+    flush_delay_offset_interval: int = 10_000
+    #: Pause of a schedule level's loop when nothing is due (RocketMQ: 100 ms).
+    schedule_poll_interval_ms: int = 100
+    #: Perm of a %DLQ% topic created on demand: 6 since 4.9.2 (2 before).
+    dlq_topic_perm: int = 6
+    #: Pause between transaction check passes.
+    transaction_check_interval: int = 60_000
+    #: A half message younger than this is not checked (its immunity).
+    transaction_time_out: int = 6000
+    #: Checks of one half message before it is discarded to TRANS_CHECK_MAX_TIME_TOPIC.
+    transaction_check_max: int = 15
+    #: Arbitrary delay (``__STARTDELIVERTIME`` / ``TIMER_DELIVER_MS`` / ``TIMER_DELAY_SEC``) on or off.
+    timer_enable: bool = True
+    #: Farthest accepted deliver time, seconds ahead (30 days); later ones are refused (MESSAGE_ILLEGAL).
+    timer_max_delay_sec: int = 30 * 86_400
+    #: Timer wheel tick; a message is due in the tick holding its deliver time.
+    timer_precision_ms: int = 100
+    #: Seconds covered by one timer bucket file (the wheel's slot span on disk).
+    timer_bucket_span_sec: int = 60
+    #: Timer log flush period.
+    timer_flush_interval_ms: int = 500
 
     @property
     def advertised_host(self) -> str:

@@ -160,15 +160,17 @@ class PushConsumer:
             return
         self._started = False
         assert self.instance is not None and self.offset_store is not None
-        for t in self._pull_tasks.values():
-            t.cancel()
+        async with self._rebalance_lock:  # no rebalance adds a queue from here on
+            for t in self._pull_tasks.values():
+                t.cancel()
         for h_ in self._later:
             h_.cancel()
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(self._queue.join(), grace)
-        for t in self._workers:
+        tasks = [*self._pull_tasks.values(), *self._workers]
+        for t in tasks:
             t.cancel()
-        for t in [*self._pull_tasks.values(), *self._workers]:
+        for t in tasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await t
         self._pull_tasks.clear()
@@ -267,11 +269,15 @@ class PushConsumer:
                 self.offset_store.remove(mq)
             log.info("%s: dropped %s", self.group, mq)
         for mq in sorted(mine - set(self.process_queues)):
+            if not self._started:
+                return
             try:
                 offset = await self._compute_pull_from_where(mq)
             except MQError as exc:
                 log.warning("%s: cannot find where to start %s: %s", self.group, mq, exc)
                 continue
+            if not self._started:
+                return
             pq = ProcessQueue()
             self.process_queues[mq] = pq
             self._pull_tasks[mq] = asyncio.get_running_loop().create_task(self._pull_loop(mq, pq, offset))

@@ -329,7 +329,7 @@ def check_record(buf: memoryview, pos: int, *, check_crc: bool, delay_levels_ms:
         return -1, None
     try:
         (_t, _m, crc, qid, _flag, qoff, phy, sys_flag, _born_ts) = RECORD_PREFIX.unpack_from(buf, pos)
-        if expect_phy is not None and phy != expect_phy:
+        if (expect_phy is not None and phy != expect_phy) or qid < 0 or qoff < 0:
             return -1, None
         p = pos + 48 + (20 if sys_flag & SF.BORNHOST_V6 else 8)
         (store_ts,) = _I64.unpack_from(buf, p)

@@ -21,6 +21,7 @@ log = logging.getLogger(__name__)
 
 OS_PAGE_SIZE = 4096
 FILE_NAME_DIGITS = 20
+TMP_SUFFIX = ".creating"
 
 
 class StoreError(MQError):
@@ -45,22 +46,26 @@ class MappedFile:
             self.start_offset = int(self.path.name)
         except ValueError:
             raise StoreError(f"{self.path}: segment names must be a 20-digit offset") from None
-        flags = os.O_RDWR | (os.O_CREAT | os.O_EXCL if create else 0)
+        # A new segment is sized under a temporary name and then renamed, so a crash never leaves a short
+        # file under a segment name (RocketMQ would refuse to start on it).
+        tmp = self.path.with_name(self.path.name + TMP_SUFFIX)
+        flags = os.O_RDWR | (os.O_CREAT | os.O_TRUNC if create else 0)
         try:
-            self.fd = os.open(self.path, flags, 0o644)
+            self.fd = os.open(tmp if create else self.path, flags, 0o644)
         except OSError as exc:
             raise StoreError(f"cannot open segment {self.path}: {exc.strerror or exc}") from exc
         try:
             size = os.fstat(self.fd).st_size
             if create:
                 os.ftruncate(self.fd, file_size)
+                os.rename(tmp, self.path)
             elif size != file_size:
                 raise StoreError(f"{self.path} is {size} bytes; every segment must be exactly {file_size}")
             self.mm = mmap.mmap(self.fd, file_size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
         except BaseException:
             os.close(self.fd)
             if create:
-                self.path.unlink(missing_ok=True)
+                tmp.unlink(missing_ok=True)
             raise
         self.wrote_position = 0
         self.flushed_position = 0

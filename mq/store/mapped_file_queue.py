@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import Callable
 
-from mq.store.mapped_file import MappedFile, StoreError, offset_to_file_name
+from mq.store.mapped_file import TMP_SUFFIX, MappedFile, StoreError, offset_to_file_name
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +32,9 @@ class MappedFileQueue:
         names = []
         for entry in os.scandir(self.directory):
             if not entry.is_file():
+                continue
+            if entry.name.endswith(TMP_SUFFIX):  # a segment whose creation a crash interrupted
+                os.unlink(entry.path)
                 continue
             if not entry.name.isdigit():
                 log.warning("ignoring non-segment file %s", entry.path)

@@ -90,8 +90,11 @@ def summary_lines(report: Mapping[str, Any]) -> list[str]:
     h = s["health"]
     share = fmt("complete_share", h.get("complete_share"))
     lost = sum(r.get("never_consumed", 0) for r in s["completeness"]["rows"])
-    return [
-        f"window {fmt('bucket', w['since_ms'])} .. {fmt('bucket', w['until_ms'])} UTC, grace {w['grace_ms']} ms",
+    head = [f"window {fmt('bucket', w['since_ms'])} .. {fmt('bucket', w['until_ms'])} UTC, grace {w['grace_ms']} ms"]
+    head += [f"MISSING DATA: {m}" for m in missing_lines(report)]
+    if report.get("empty"):
+        return head + [f"no trace records in this window (malformed {rec['malformed_total']:,})"]
+    return head + [
         f"records {rec['in_window']:,} ({', '.join(f'{k} {v:,}' for k, v in sorted(rec['by_type'].items()))}); "
         f"malformed {rec['malformed_total']:,}",
         f"messages {h['messages']:,}, complete traces {share}, orphan deliveries {h['orphan_deliveries']:,}, "
@@ -99,6 +102,21 @@ def summary_lines(report: Mapping[str, Any]) -> list[str]:
         f"never consumed {lost:,}; stuck undelivered {s['stuck']['unconsumed_total']:,}, unfinished "
         f"{s['stuck']['unfinished_total']:,}; duplicated {s['duplicates']['total']:,}",
     ]
+
+
+def missing_lines(report: Mapping[str, Any]) -> list[str]:
+    """One line per range of the trace topic that could not be read (broker down, data expired)."""
+    out = []
+    for m in report.get("missing") or []:
+        where = f"broker {m['broker']}" + (f" ({m['addr']})" if m.get("addr") else "")
+        if m.get("queue_id") is not None:
+            where += f" queue {m['queue_id']}"
+        if m.get("start") is not None or m.get("end") is not None:
+            lo = "?" if m.get("start") is None else m["start"]
+            hi = "end" if m.get("end") is None else m["end"]
+            where += f" offsets [{lo}, {hi})"
+        out.append(f"{where}: {m['reason']}")
+    return out
 
 
 def render_terminal(report: Mapping[str, Any], console: Console | None = None, max_rows: int = 20) -> None:

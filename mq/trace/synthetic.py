@@ -40,7 +40,7 @@ from mq.trace.context import (
     TraceContext,
     TraceType,
 )
-from mq.trace.encoder import encode_body
+from mq.trace.encoder import encode_body, trace_message_keys
 
 #: Retry delays of a concurrently consumed message (delay levels 3.. of the broker's schedule), ms.
 RETRY_DELAYS_MS = (10_000, 30_000, 60_000, 120_000, 180_000, 240_000, 300_000, 360_000, 420_000,
@@ -93,6 +93,12 @@ class SyntheticConfig:
     #: Keys drawn from a small hot set this often (the rest are unique order ids).
     hot_key_rate: float = 0.05
     hot_keys: tuple[str, ...] = ("HOT-1", "HOT-2", "HOT-3")
+    #: Consumer groups whose first attempt at every message fails (a failing consumer): each of their
+    #: pairs is retried once and then succeeds (no other anomaly is planted on them).
+    failing_groups: tuple[str, ...] = ()
+    #: (group, fraction): the group stops consuming after that fraction of ``duration_ms`` (a subscribed
+    #: group that no longer consumes): every later pair of it is stuck.
+    stalled_groups: tuple[tuple[str, float], ...] = ()
 
 
 @dataclass(slots=True)
@@ -182,7 +188,7 @@ class _Emitter:
         self.queue_offsets[q] = offset + 1
         self.truth.bodies += 1
         self.truth.compressed_bodies += int(compressed)
-        return TraceBody(q[0], q[1], offset, now + 3, body, compressed, host)
+        return TraceBody(q[0], q[1], offset, now + 3, body, compressed, host, trace_message_keys(contexts))
 
 
 def generate(cfg: SyntheticConfig, truth: GroundTruth | None = None) -> Iterator[TraceBody]:
@@ -255,7 +261,7 @@ def generate(cfg: SyntheticConfig, truth: GroundTruth | None = None) -> Iterator
         elif topic.msg_type is MessageType.Delay_Msg:
             deliver_ts = store_ts + 10_000
         for group in topic.consumer_groups:
-            _consume(cfg, rng, truth, emit, msg_id, keys, group, deliver_ts)
+            _consume(cfg, rng, truth, emit, msg_id, keys, group, deliver_ts, pub_ts)
     yield from em.advance(max_ts)
     n_bad = int(round(truth.records * cfg.malformed_rate))
     garbage = (b"Pub\x01notanumber\x01R\x01PG\x02", b"Bogus\x011\x012\x02", b"SubBefore\x011\x02",
@@ -267,9 +273,20 @@ def generate(cfg: SyntheticConfig, truth: GroundTruth | None = None) -> Iterator
     yield from em.drain()
 
 
-def _consume(cfg, rng, truth, emit, msg_id, keys, group, deliver_ts) -> None:  # type: ignore[no-untyped-def]
+def _consume(cfg, rng, truth, emit, msg_id, keys, group, deliver_ts, pub_ts) -> None:  # type: ignore[no-untyped-def]
     pair = (msg_id, group)
     r = rng.random()
+    stall = dict(cfg.stalled_groups).get(group)
+    if stall is not None and pub_ts >= cfg.start_ms + stall * cfg.duration_ms:
+        truth.stuck.add(pair)
+        return
+    if group in cfg.failing_groups:
+        host = rng.choice(cfg.consumer_hosts)
+        ts = deliver_ts + rng.randint(2, 80)
+        truth.retried[pair] = 1
+        _attempt(rng, emit, host, ts, msg_id, keys, group, 0, ok=False)
+        _attempt(rng, emit, host, ts + RETRY_DELAYS_MS[0] + rng.randint(2, 80), msg_id, keys, group, 1, ok=True)
+        return
     kinds = (
         ("stuck", cfg.stuck_rate), ("unfinished", cfg.unfinished_rate), ("dlq", cfg.dlq_rate),
         ("retry", cfg.retry_rate), ("dup", cfg.duplicate_rate), ("skew", cfg.skew_rate),
@@ -349,3 +366,66 @@ def write_raw_jsonl(bodies: Iterable[TraceBody], path: str | os.PathLike[str], b
         if f is not None:
             f.close()
     return n
+
+
+# ------------------------------------------------------------------------------------ into a broker
+
+
+@dataclass(slots=True)
+class SendStats:
+    messages: int = 0
+    bytes: int = 0
+    seconds: float = 0.0
+
+
+async def send_bodies(broker_addr: str, topic: str, bodies: Iterable[TraceBody], *, queues: int = 1,
+                      connections: int = 4, in_flight: int = 32, producer_group: str = "_INNER_TRACE_PRODUCER",
+                      timeout: float = 30.0) -> SendStats:
+    """Send trace bodies to ``broker_addr`` as trace messages (SEND_MESSAGE_V2), the way the trace producer
+    does: KEYS = the trans keys, sysflag 0x1 on compressed bodies, queue ``i % queues``.
+
+    ``connections`` remoting clients with ``in_flight`` outstanding requests each. Raises BrokerError
+    if the broker refuses one.
+    """
+    import asyncio
+    import time
+
+    from mq.common import properties as P
+    from mq.errors import BrokerError
+    from mq.protocol import headers as H
+    from mq.protocol.codes import RequestCode, ResponseCode
+    from mq.protocol.command import RemotingCommand
+    from mq.remoting import RemotingClient
+
+    stats = SendStats()
+    it = iter(bodies)
+    seq = [0]
+    clients = [RemotingClient(name=f"trace-feed-{i}") for i in range(max(1, connections))]
+    prefix = f"{os.getpid():08X}{random.getrandbits(32):08X}"
+
+    async def worker(client: RemotingClient) -> None:
+        for b in it:
+            n = seq[0]
+            seq[0] += 1
+            props = {P.WAIT_STORE_MSG_OK: "true", P.UNIQ_CLIENT_MESSAGE_ID_KEYIDX: f"{prefix}{n:016X}"}
+            if b.keys:
+                props[P.KEYS] = b.keys
+            hdr = H.SendMessageRequestHeaderV2(
+                producer_group=producer_group, topic=topic, default_topic="TBW102", default_topic_queue_nums=4,
+                queue_id=n % max(queues, 1), sys_flag=1 if b.compressed else 0,
+                born_timestamp=int(time.time() * 1000), flag=0, properties=P.encode_properties(props))
+            resp = await client.invoke(broker_addr, RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, hdr.to_ext(),
+                                                                             b.body), timeout)
+            if resp.code != ResponseCode.SUCCESS:
+                raise BrokerError.from_response(resp.code, resp.remark, broker_addr)
+            stats.messages += 1
+            stats.bytes += len(b.body)
+
+    t0 = time.perf_counter()
+    try:
+        await asyncio.gather(*(worker(c) for c in clients for _ in range(max(1, in_flight))))
+    finally:
+        for c in clients:
+            await c.close()
+    stats.seconds = time.perf_counter() - t0
+    return stats

@@ -1,49 +1,50 @@
-"""The spark-submit entry point of ``mq trace analyze`` (and of the trace archive export).
+"""The spark-submit entry point of ``mq trace analyze`` and ``mq trace export``.
 
-    python job.py --input-format {raw,parquet} --input PATH --since-ms MS --until-ms MS
-                  [--grace-ms MS] [--bucket-ms MS] [--max-reconsume-times N] [--top N] [--top-ids N]
-                  [--no-compare] [--mode {analyze,export}] --out DIR
+    python job.py --input-format {live,parquet,raw} [--input PATH] [--namesrv ADDRS --trace-topic T]
+                  --since-ms MS --until-ms MS [--grace-ms MS] [--bucket-ms MS] [--max-reconsume-times N]
+                  [--top N] [--top-ids N] [--no-compare] [--chunk-messages N]
+                  [--mode {analyze,export}] [--archive URI] --out DIR
 
-Inputs:
+Inputs (``readers.py``): ``live`` pulls the trace topic from the brokers (``live_reader``: the driver
+plans per-queue offset ranges, each task pulls its chunks); ``parquet`` is an archive written by
+``--mode export``; ``raw`` is JSONL trace bodies (tests, offline benchmark).
 
-- ``parquet``: an archive of decoded records (``schema.FIELDS`` + ``date``/``hour`` partitions), as
-  written by ``--mode export``;
-- ``raw``: a JSONL file or a directory of ``*.jsonl`` files, one trace message per line:
-  ``{"broker", "queue_id", "queue_offset", "store_time", "born_host", "compressed", "body": base64}``.
-  Every Spark task turns its lines into rows through ``schema.rows_from_bodies``, the same seam a
-  broker PULL reader will feed.
-
-``--mode analyze`` writes one Parquet directory per report table under ``DIR/tables/`` and
-``DIR/report.json``; ``--mode export`` writes ``DIR/records/date=.../hour=.../`` and ``DIR/export.json``.
-Progress goes to stderr as ``MQTRACE stage=<name> elapsed=<seconds>`` lines.
+``--mode analyze`` writes every report table under ``DIR/tables/<name>/`` (Parquet) and ``DIR/csv/<name>.csv``,
+and ``DIR/report.json``. ``--mode export`` appends decoded records to ``--archive`` partitioned by
+``date``/``hour`` and advances the per-queue cursors stored with it (``_mq_cursors.json``), so a re-run
+fetches only what is new; it writes ``DIR/export.json``. Ranges that could not be read are listed under
+``missing`` in both, never skipped silently. Progress goes to stderr as ``MQTRACE stage=<name>
+elapsed=<seconds>`` lines.
 """
 
 from __future__ import annotations
 
 import argparse
-import base64
+import csv
 import json
 import os
 import sys
 import time
-from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from mq.trace.analytics import readers as R
 from mq.trace.analytics import transforms as T
-from mq.trace.analytics.schema import COLUMNS, PARTITION_COLUMNS, TraceBody, rows_from_bodies, spark_schema
+from mq.trace.analytics.schema import COLUMNS, PARTITION_COLUMNS
+from mq.trace.live_reader import MISSING_PREFIX, MissingRange, ReadPlan, cursor_key, parse_missing, plan_read
 from mq.trace.spark_submit import PROGRESS_PREFIX
 
-REPORT_VERSION = 1
+REPORT_VERSION = 2
 #: Columns the analysis reads (the archive has more).
 ANALYSIS_COLUMNS = (
     "trace_type", "timestamp", "group", "topic", "msg_id", "tags", "keys", "store_host", "client_host",
     "cost_time", "msg_type", "success", "retry_times", "request_id", "context_code", "store_time",
     "transaction_state", "broker", "queue_id", "trace_store_time", "error",
 )  # fmt: skip
+DEFAULT_TRACE_TOPIC = "RMQ_SYS_TRACE_TOPIC"
 
 
 class Progress:
@@ -65,10 +66,15 @@ class Progress:
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="mq-trace-job", description="RocketMQ trace analytics (Spark)")
     p.add_argument("--mode", choices=("analyze", "export"), default="analyze")
-    p.add_argument("--input-format", choices=("raw", "parquet"), required=True)
-    p.add_argument("--input", required=True, help="raw JSONL file/dir, or the Parquet archive root")
-    p.add_argument("--since-ms", type=int, default=0)
-    p.add_argument("--until-ms", type=int, default=2**62)
+    p.add_argument("--input-format", choices=("live", "raw", "parquet"), required=True)
+    p.add_argument("--input", default=None, help="raw JSONL file/dir, or the Parquet archive root")
+    p.add_argument("--namesrv", default=None, help="name server addresses, ';'-separated (live input)")
+    p.add_argument("--trace-topic", default=DEFAULT_TRACE_TOPIC)
+    p.add_argument("--chunk-messages", type=int, default=4000, help="trace messages per live read task")
+    p.add_argument("--slack-ms", type=int, default=60_000, help="store time slack around the window (live)")
+    p.add_argument("--archive", default=None, help="export destination (dir, hdfs://..., s3a://...)")
+    p.add_argument("--since-ms", type=int, default=None)
+    p.add_argument("--until-ms", type=int, default=None)
     p.add_argument("--grace-ms", type=int, default=600_000, help="time a message may take to be consumed")
     p.add_argument("--bucket-ms", type=int, default=600_000, help="time bucket of the ledger and series")
     p.add_argument("--max-reconsume-times", type=int, default=16)
@@ -78,77 +84,88 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--no-compare", action="store_true", help="skip the previous-window regressions")
     p.add_argument("--out", required=True)
     a = p.parse_args(argv)
-    if a.until_ms <= a.since_ms:
-        p.error("--until-ms must be greater than --since-ms")
+    if a.input_format == "live" and not a.namesrv:
+        p.error("--input-format live needs --namesrv")
+    if a.input_format != "live" and not a.input:
+        p.error(f"--input-format {a.input_format} needs --input")
+    if a.mode == "export" and not a.archive:
+        p.error("--mode export needs --archive")
+    if a.mode == "analyze":
+        if a.until_ms is None:
+            a.until_ms = int(time.time() * 1000)
+        if a.since_ms is None:
+            a.since_ms = a.until_ms - 86_400_000
+        if a.until_ms <= a.since_ms:
+            p.error("--until-ms must be greater than --since-ms")
     return a
 
 
-# ------------------------------------------------------------------------------------------ reading
+def _namesrv_addrs(args: argparse.Namespace) -> list[str]:
+    return [x.strip() for x in args.namesrv.split(";") if x.strip()]
 
 
-def _parse_lines(lines: Iterable[str]) -> Iterator[TraceBody]:
-    try:
-        import orjson
-
-        loads = orjson.loads
-    except ImportError:  # executors of a cluster may not have orjson
-        loads = json.loads
-    for line in lines:
-        if not line.strip():
-            continue
-        d = loads(line)
-        yield TraceBody(
-            d.get("broker"), d.get("queue_id"), d.get("queue_offset"), d.get("store_time"),
-            base64.b64decode(d["body"]), d.get("compressed"), d.get("born_host"),
-        )  # fmt: skip
+def _missing_of(df: DataFrame) -> list[MissingRange]:
+    """The marker rows of a live read, as ranges."""
+    return [parse_missing(r["error"]) for r in df.where(F.col("error").startswith(MISSING_PREFIX)).select("error")
+            .collect()]
 
 
-def _rows_of_partition(lines: Iterable[str]) -> Iterator[tuple[Any, ...]]:
-    return rows_from_bodies(_parse_lines(lines))
-
-
-def read_raw(spark: SparkSession, path: str) -> DataFrame:
-    """Raw JSONL trace bodies -> record rows (malformed records as rows with ``error`` set)."""
-    src = os.path.join(path, "*.jsonl") if os.path.isdir(path) else path
-    rdd = spark.sparkContext.textFile(src).mapPartitions(_rows_of_partition)
-    return spark.createDataFrame(rdd, spark_schema(), verifySchema=False)
-
-
-def read_archive(spark: SparkSession, path: str, since_ms: int, until_ms: int) -> DataFrame:
-    """The Parquet archive, pruned to the date/hour partitions that can hold [since_ms, until_ms)."""
-    df = spark.read.parquet(path)
-    lo = time.strftime("%Y-%m-%d", time.gmtime(max(since_ms, 0) / 1000))
-    hi = time.strftime("%Y-%m-%d", time.gmtime(min(until_ms, 253402300799000) / 1000))
-    return df.where((F.col("date") >= lo) & (F.col("date") <= hi)).select(*ANALYSIS_COLUMNS)
-
-
-def with_partitions(records: DataFrame) -> DataFrame:
-    """Adds ``date`` (UTC yyyy-MM-dd) and ``hour`` of the event time (timestamp, else trace store time)."""
-    t = F.timestamp_millis(F.coalesce(F.col("timestamp"), F.col("trace_store_time"), F.lit(0)))
-    return records.withColumn("date", F.date_format(t, "yyyy-MM-dd")).withColumn("hour", F.hour(t))
+def _plan_json(plan: ReadPlan) -> dict[str, Any]:
+    return {"topic": plan.topic, "brokers": plan.brokers, "messages": plan.messages, "chunks": len(plan.chunks),
+            "queues": [{"broker": q.broker, "addr": q.addr, "queue_id": q.queue_id, "start": q.start, "end": q.end,
+                        "min_offset": q.min_offset, "max_offset": q.max_offset} for q in plan.queues]}
 
 
 # ------------------------------------------------------------------------------------------ export
 
 
 def export(spark: SparkSession, args: argparse.Namespace, progress: Progress) -> dict[str, Any]:
-    records = read_raw(spark, args.input) if args.input_format == "raw" else spark.read.parquet(args.input)
-    t = F.coalesce(F.col("timestamp"), F.col("trace_store_time"))
-    records = records.where((t >= args.since_ms) & (t < args.until_ms) | t.isNull())
-    out = os.path.join(args.out, "records")
-    # Malformed records are archived too (as rows with ``error`` set, dated by their trace message's store
-    # time), so an analysis of the archive still counts them; they are decoded only once.
-    tagged = with_partitions(records.select(*COLUMNS))
-    tagged.write.mode("overwrite").partitionBy(*PARTITION_COLUMNS).parquet(out)
+    """Append records to the archive. Live: from each queue's cursor (else ``--since-ms``) to its max
+    offset, then advance the cursors up to the first range not read."""
+    archive = args.archive
+    if args.input_format != "live":
+        records = R.read_raw(spark, args.input) if args.input_format == "raw" else spark.read.parquet(args.input)
+        if args.since_ms is not None or args.until_ms is not None:
+            t = F.coalesce(F.col("timestamp"), F.col("trace_store_time"))
+            lo, hi = args.since_ms or 0, args.until_ms or 2**62
+            records = records.where((t >= lo) & (t < hi) | t.isNull())
+        R.with_partitions(records.select(*COLUMNS)).write.mode("append").partitionBy(*PARTITION_COLUMNS).parquet(archive)
+        progress("export")
+        by_error = {r["error"]: r["count"] for r in _rows(spark.read.parquet(archive).groupBy("error").count())}
+        malformed = sorted(({"error": k, "count": v} for k, v in by_error.items() if k is not None),
+                           key=lambda m: (-m["count"], m["error"]))  # fmt: skip
+        progress("count")
+        return {"records": sum(by_error.values()) - sum(m["count"] for m in malformed), "malformed": malformed,
+                "malformed_total": sum(m["count"] for m in malformed), "path": archive, "missing": []}  # fmt: skip
+    old = R.load_cursors(spark, archive)
+    plan = plan_read(_namesrv_addrs(args), args.trace_topic, args.since_ms, None, cursors=old,
+                     chunk_messages=args.chunk_messages, slack_ms=args.slack_ms)
+    progress("plan", f"messages={plan.messages} chunks={len(plan.chunks)}")
+    df = R.read_live(spark, plan).cache()
+    marker = F.col("error").startswith(MISSING_PREFIX)
+    counts = {(r["k"], r["error"]): r["count"] for r in _rows(
+        df.groupBy(F.when(marker, "missing").when(F.col("error").isNotNull(), "malformed").otherwise("ok").alias("k"),
+                   F.when(~marker, F.col("error")).alias("error")).count())}  # fmt: skip
+    progress("read", f"records={counts.get(('ok', None), 0)}")
+    missing = plan.missing + (_missing_of(df) if any(k == "missing" for k, _ in counts) else [])
+    data = df.where(~marker | F.col("error").isNull())
+    if any(k != "missing" for k, _ in counts):
+        R.with_partitions(data).write.mode("append").partitionBy(*PARTITION_COLUMNS).parquet(archive)
     progress("export")
-    by_error = {r["error"]: r["count"] for r in _rows(spark.read.parquet(out).groupBy("error").count())}
-    written = sum(by_error.values())
-    malformed = sorted(({"error": k, "count": v} for k, v in by_error.items() if k is not None),
+    cursors = dict(old)
+    for q in plan.queues:
+        gaps = [m.start for m in missing if m.broker == q.broker and m.queue_id == q.queue_id
+                and m.start is not None and m.start >= q.start and not m.reason.startswith("expired")]
+        cursors[cursor_key(q.broker, plan.topic, q.queue_id)] = min(gaps) if gaps else q.end
+    R.save_cursors(spark, archive, plan.topic, cursors)
+    df.unpersist()
+    progress("cursors")
+    malformed = sorted(({"error": e, "count": c} for (k, e), c in counts.items() if k == "malformed"),
                        key=lambda m: (-m["count"], m["error"]))  # fmt: skip
-    progress("count", f"records={written}")
     return {
-        "records": written - sum(m["count"] for m in malformed), "malformed": malformed,
-        "malformed_total": sum(m["count"] for m in malformed), "path": out,
+        "records": counts.get(("ok", None), 0), "malformed": malformed,
+        "malformed_total": sum(m["count"] for m in malformed), "path": archive, "plan": _plan_json(plan),
+        "previous_cursors": old, "cursors": cursors, "missing": [m.to_json() for m in missing],
     }  # fmt: skip
 
 
@@ -160,10 +177,11 @@ def _rows(df: DataFrame) -> list[dict[str, Any]]:
 
 
 class _Writer:
-    """Collects each table once, writes it as Parquet under tables/ and keeps its rows.
+    """Collects each table once, writes it as Parquet under tables/ and as CSV under csv/, keeps its rows.
 
     Report tables are small, so Spark's per-job latency dominates; ``run`` executes many tables'
-    jobs concurrently from a thread pool (Spark schedules jobs of different threads side by side).
+    jobs concurrently from a thread pool (Spark schedules jobs of different threads side by side). The
+    CSV is written from the collected rows on the driver (no second Spark job).
     """
 
     def __init__(self, spark: SparkSession, out: str, progress: Progress, threads: int = 4) -> None:
@@ -172,6 +190,7 @@ class _Writer:
         self.progress = progress
         self.threads = threads
         self.outputs: dict[str, str] = {}
+        self.csv: dict[str, str] = {}
 
     def _one(self, name: str, df: DataFrame) -> list[dict[str, Any]]:
         rows = df.collect()
@@ -180,7 +199,9 @@ class _Writer:
             os.path.join(self.out, rel)
         )
         self.outputs[name] = rel
-        return [r.asDict(recursive=True) for r in rows]
+        dicts = [r.asDict(recursive=True) for r in rows]
+        self.csv[name] = write_csv(os.path.join(self.out, "csv"), name, df.columns, dicts)
+        return dicts
 
     def run(self, tables: dict[str, DataFrame]) -> dict[str, list[dict[str, Any]]]:
         out: dict[str, list[dict[str, Any]]] = {}
@@ -193,6 +214,18 @@ class _Writer:
         return out
 
 
+def write_csv(directory: str, name: str, columns: list[str], rows: list[dict[str, Any]]) -> str:
+    """``directory/name.csv`` with a header row; nested values as JSON. Returns the relative path."""
+    os.makedirs(directory, exist_ok=True)
+    with open(os.path.join(directory, f"{name}.csv"), "w", encoding="utf-8", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(columns)
+        for r in rows:
+            w.writerow(["" if r.get(c) is None else json.dumps(r[c]) if isinstance(r[c], (dict, list)) else r[c]
+                        for c in columns])
+    return os.path.join("csv", f"{name}.csv")
+
+
 def _pipeline(cur: DataFrame, args: argparse.Namespace) -> dict[str, DataFrame]:
     """pubs, dels and facts of one window, cached and materialised (so concurrent jobs share them)."""
     pubs = T.pub_messages(cur, args.bucket_ms).cache()
@@ -202,21 +235,86 @@ def _pipeline(cur: DataFrame, args: argparse.Namespace) -> dict[str, DataFrame]:
     return {"pubs": pubs, "dels": dels, "facts": facts}
 
 
+TABLE_NAMES = (
+    "completeness", "send_latency_by_topic", "send_latency_by_group", "send_latency_by_store_host",
+    "send_latency_series", "delivery_lag", "delivery_lag_series", "consume_cost", "context_codes", "slowest_hosts",
+    "retry_histogram", "top_failed_messages", "top_failed_keys", "stuck_unconsumed", "stuck_unfinished",
+    "duplicates", "hot_keys", "hot_tags", "store_host_skew", "trace_queue_skew", "trace_health", "clock_skew_hosts",
+    "regressions",
+)  # fmt: skip
+_EMPTY_HEALTH = {"messages": 0, "complete": 0, "complete_share": None, "orphan_deliveries": 0, "negative_lag": 0,
+                 "negative_e2e": 0}
+
+
+def _load(spark: SparkSession, args: argparse.Namespace, lo: int, progress: Progress
+          ) -> tuple[DataFrame, dict[str, Any]]:
+    """The input's records of [lo, until) plus live marker rows, and the input's description."""
+    info: dict[str, Any] = {"format": args.input_format}
+    if args.input_format == "live":
+        plan = plan_read(_namesrv_addrs(args), args.trace_topic, lo, args.until_ms,
+                         chunk_messages=args.chunk_messages, slack_ms=args.slack_ms)
+        info.update(_plan_json(plan), namesrv=args.namesrv)
+        info["_missing"] = plan.missing
+        progress("plan", f"messages={plan.messages} chunks={len(plan.chunks)} missing={len(plan.missing)}")
+        loaded = R.read_live(spark, plan)
+    elif args.input_format == "raw":
+        info["path"] = args.input
+        loaded = R.read_raw(spark, args.input)
+    else:
+        info["path"] = args.input
+        loaded = R.read_archive(spark, args.input, lo, args.until_ms)
+    event = F.coalesce(F.col("timestamp"), F.col("trace_store_time"))
+    keep = ((event >= lo) & (event < args.until_ms)) | F.col("error").startswith(MISSING_PREFIX)
+    return loaded.select(*ANALYSIS_COLUMNS).where(keep).cache(), info
+
+
 def analyze(spark: SparkSession, args: argparse.Namespace, progress: Progress) -> dict[str, Any]:
     length = args.until_ms - args.since_ms
     prev_since = args.since_ms - length
     lo = args.since_ms if args.no_compare else prev_since
-    if args.input_format == "raw":
-        loaded = read_raw(spark, args.input)
-    else:
-        loaded = read_archive(spark, args.input, lo, args.until_ms)
+    loaded, info = _load(spark, args, lo, progress)
+    missing: list[MissingRange] = info.pop("_missing", [])
+    # One pass over the input: record counts per window and type, malformed per reason, marker rows.
     event = F.coalesce(F.col("timestamp"), F.col("trace_store_time"))
-    loaded = loaded.select(*ANALYSIS_COLUMNS).where((event >= lo) & (event < args.until_ms)).cache()
+    err = F.col("error")
+    kind = (F.when(err.startswith(MISSING_PREFIX), "missing").when(event < args.since_ms, "previous")
+            .when(err.isNotNull(), "malformed").otherwise("current"))  # fmt: skip
+    stats = _rows(loaded.groupBy(kind.alias("k"), "trace_type", F.when(err.isNotNull(), err).alias("e")).count())
+    by_type: dict[str, int] = {}
+    malformed: dict[str, int] = {}
+    previous = 0
+    for r in stats:
+        if r["k"] == "current":
+            by_type[r["trace_type"]] = by_type.get(r["trace_type"], 0) + r["count"]
+        elif r["k"] == "malformed":
+            malformed[r["e"]] = malformed.get(r["e"], 0) + r["count"]
+        elif r["k"] == "previous" and r["e"] is None:
+            previous += r["count"]
+        elif r["k"] == "missing":
+            missing.append(parse_missing(r["e"]))
+    in_window = sum(by_type.values())
+    progress("load", f"records={in_window} previous={previous} missing={len(missing)}")
+    info["missing"] = [m.to_json() for m in missing]
+    result: dict[str, Any] = {
+        "version": REPORT_VERSION,
+        "window": {"since_ms": args.since_ms, "until_ms": args.until_ms, "grace_ms": args.grace_ms,
+                   "bucket_ms": args.bucket_ms, "max_reconsume_times": args.max_reconsume_times},
+        "input": info,
+        "missing": info["missing"],
+        "records": {"in_window": in_window, "by_type": by_type, "malformed_total": sum(malformed.values()),
+                    "malformed": [{"error": k, "count": v}
+                                  for k, v in sorted(malformed.items(), key=lambda kv: (-kv[1], kv[0]))]},
+    }  # fmt: skip
+    compare = not args.no_compare and previous > 0
+    if in_window == 0:
+        r: dict[str, list[dict[str, Any]]] = {name: [] for name in TABLE_NAMES}
+        r["trace_health"] = [dict(_EMPTY_HEALTH)]
+        result["empty"] = True
+        result["sections"] = _sections(r, args, prev_since if compare else None)
+        result["outputs"] = {}
+        loaded.unpersist()
+        return result
     cur = T.in_window(loaded, args.since_ms, args.until_ms)
-    by_type = {r["trace_type"]: r["count"] for r in _rows(cur.groupBy("trace_type").count())}
-    malformed = _rows(T.malformed_counts(loaded.where(event >= args.since_ms)))
-    progress("load", f"records={sum(by_type.values())}")
-
     p = _pipeline(cur, args)
     pubs, dels, facts = p["pubs"], p["dels"], p["facts"]
     progress("prepare")
@@ -247,7 +345,7 @@ def analyze(spark: SparkSession, args: argparse.Namespace, progress: Progress) -
         "trace_health": T.trace_health(pubs, dels, facts),
         "clock_skew_hosts": T.clock_skew_hosts(facts),
     }
-    if not args.no_compare:
+    if compare:
         prev = T.in_window(loaded, prev_since, args.since_ms)
         pp = _pipeline(prev, args)
         frames = [
@@ -261,9 +359,17 @@ def analyze(spark: SparkSession, args: argparse.Namespace, progress: Progress) -
     w = _Writer(spark, args.out, progress)
     r = w.run(tables)
     progress("tables")
+    loaded.unpersist()
+    result["sections"] = _sections(r, args, prev_since if compare else None)
+    result["outputs"] = dict(sorted(w.outputs.items()))
+    result["csv"] = dict(sorted(w.csv.items()))
+    return result
 
+
+def _sections(r: dict[str, list[dict[str, Any]]], args: argparse.Namespace, prev_since: int | None
+              ) -> dict[str, Any]:
     unconsumed, unfinished, dups = r["stuck_unconsumed"], r["stuck_unfinished"], r["duplicates"]
-    s: dict[str, Any] = {
+    return {
         "completeness": {"rows": r["completeness"]},
         "send_latency": {
             "by_topic": r["send_latency_by_topic"], "by_group": r["send_latency_by_group"],
@@ -283,18 +389,7 @@ def analyze(spark: SparkSession, args: argparse.Namespace, progress: Progress) -
         "hot": {"keys": r["hot_keys"], "tags": r["hot_tags"], "store_hosts": r["store_host_skew"],
                 "trace_queues": r["trace_queue_skew"]},
         "health": {**r["trace_health"][0], "skewed_hosts": r["clock_skew_hosts"]},
-        "regressions": {"previous_since_ms": None if args.no_compare else prev_since,
-                        "rows": r.get("regressions", [])},
-    }  # fmt: skip
-    return {
-        "version": REPORT_VERSION,
-        "window": {"since_ms": args.since_ms, "until_ms": args.until_ms, "grace_ms": grace,
-                   "bucket_ms": args.bucket_ms, "max_reconsume_times": args.max_reconsume_times},
-        "input": {"format": args.input_format, "path": args.input},
-        "records": {"in_window": sum(by_type.values()), "by_type": by_type,
-                    "malformed_total": sum(m["count"] for m in malformed), "malformed": malformed},
-        "sections": s,
-        "outputs": dict(sorted(w.outputs.items())),
+        "regressions": {"previous_since_ms": prev_since, "rows": r.get("regressions", [])},
     }  # fmt: skip
 
 

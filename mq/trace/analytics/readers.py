@@ -1,0 +1,145 @@
+"""The job's three inputs as record DataFrames, and the archive's cursor file.
+
+- ``read_live``: the trace topic pulled from the brokers, one Spark task per group of ``Chunk`` s of a
+  ``live_reader.ReadPlan`` (missing ranges come back as marker rows, see ``live_reader``);
+- ``read_archive``: the Parquet archive (``schema.FIELDS`` + ``date``/``hour`` partitions);
+- ``read_raw``: JSONL trace bodies (``{"broker", "queue_id", "queue_offset", "store_time", "born_host",
+  "compressed", "body": base64}`` per line), used by tests and the offline benchmark.
+
+The cursor file ``<archive>/_mq_cursors.json`` (``{"version": 1, "topic": ..., "cursors": {"broker/topic/qid":
+next offset}}``) lives with the archive and is read and written through Hadoop's FileSystem, so the archive
+may be a local directory, ``hdfs://`` or ``s3a://``. Spark's Parquet reader skips ``_``-prefixed files.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import time
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from mq.trace.analytics.schema import COLUMNS, TraceBody, rows_from_bodies, spark_schema
+from mq.trace.live_reader import ReadPlan, rows_of_chunks
+
+CURSOR_FILE = "_mq_cursors.json"
+CURSOR_VERSION = 1
+
+
+def _parse_lines(lines: Iterable[str]) -> Iterator[TraceBody]:
+    try:
+        import orjson
+
+        loads = orjson.loads
+    except ImportError:  # executors of a cluster may not have orjson
+        loads = json.loads
+    for line in lines:
+        if not line.strip():
+            continue
+        d = loads(line)
+        yield TraceBody(
+            d.get("broker"), d.get("queue_id"), d.get("queue_offset"), d.get("store_time"),
+            base64.b64decode(d["body"]), d.get("compressed"), d.get("born_host"),
+        )  # fmt: skip
+
+
+def _rows_of_partition(lines: Iterable[str]) -> Iterator[tuple[Any, ...]]:
+    return rows_from_bodies(_parse_lines(lines))
+
+
+def read_raw(spark: SparkSession, path: str) -> DataFrame:
+    """Raw JSONL trace bodies -> record rows (malformed records as rows with ``error`` set)."""
+    src = os.path.join(path, "*.jsonl") if os.path.isdir(path) else path
+    rdd = spark.sparkContext.textFile(src).mapPartitions(_rows_of_partition)
+    return spark.createDataFrame(rdd, spark_schema(), verifySchema=False)
+
+
+def _rows_of_chunks(chunks: Iterable[Any]) -> Iterator[tuple[Any, ...]]:
+    return rows_of_chunks(chunks, len(COLUMNS))
+
+
+def read_live(spark: SparkSession, plan: ReadPlan, partitions: int = 0) -> DataFrame:
+    """Pull ``plan.chunks`` on the executors: one partition per chunk (at most ``partitions`` when > 0,
+    chunks of one queue spread round-robin so consecutive ranges are read in parallel)."""
+    chunks = list(plan.chunks)
+    n = len(chunks) if partitions <= 0 else max(1, min(partitions, len(chunks)))
+    if not chunks:
+        return spark.createDataFrame([], spark_schema())
+    slices = [chunks[i::n] for i in range(n)]
+    rdd = spark.sparkContext.parallelize(slices, n).flatMap(lambda s: s).mapPartitions(_rows_of_chunks)
+    return spark.createDataFrame(rdd, spark_schema(), verifySchema=False)
+
+
+def read_archive(spark: SparkSession, path: str, since_ms: int, until_ms: int) -> DataFrame:
+    """The Parquet archive, pruned to the date partitions that can hold [since_ms, until_ms)."""
+    df = spark.read.schema(archive_schema()).parquet(path)
+    lo = time.strftime("%Y-%m-%d", time.gmtime(max(since_ms, 0) / 1000))
+    hi = time.strftime("%Y-%m-%d", time.gmtime(min(until_ms, 253402300799000) / 1000))
+    return df.where((F.col("date") >= lo) & (F.col("date") <= hi))
+
+
+def archive_schema():  # type: ignore[no-untyped-def]
+    from pyspark.sql.types import IntegerType, StringType, StructField, StructType
+
+    return StructType([*spark_schema().fields, StructField("date", StringType(), True),
+                       StructField("hour", IntegerType(), True)])
+
+
+def with_partitions(records: DataFrame) -> DataFrame:
+    """Adds ``date`` (UTC yyyy-MM-dd) and ``hour`` of the event time (timestamp, else trace store time)."""
+    t = F.timestamp_millis(F.coalesce(F.col("timestamp"), F.col("trace_store_time"), F.lit(0)))
+    return records.withColumn("date", F.date_format(t, "yyyy-MM-dd")).withColumn("hour", F.hour(t))
+
+
+# ------------------------------------------------------------------------------- Hadoop FS text files
+
+
+def _fs_path(spark: SparkSession, uri: str):  # type: ignore[no-untyped-def]
+    jvm = spark.sparkContext._jvm  # type: ignore[attr-defined]
+    path = jvm.org.apache.hadoop.fs.Path(uri)
+    return path, path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())  # type: ignore[attr-defined]
+
+
+def read_text(spark: SparkSession, uri: str) -> str | None:
+    """The text of ``uri`` (any Hadoop file system), or None if it does not exist."""
+    path, fs = _fs_path(spark, uri)
+    if not fs.exists(path):
+        return None
+    stream = fs.open(path)
+    try:
+        jvm = spark.sparkContext._jvm  # type: ignore[attr-defined]
+        return str(jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8"))
+    finally:
+        stream.close()
+
+
+def write_text(spark: SparkSession, uri: str, text: str) -> None:
+    """Write ``uri`` through a temporary sibling and a rename (replacing an existing file)."""
+    path, fs = _fs_path(spark, uri)
+    tmp, _ = _fs_path(spark, uri + ".tmp")
+    out = fs.create(tmp, True)
+    try:
+        out.write(bytearray(text.encode("utf-8")))
+    finally:
+        out.close()
+    if fs.exists(path):
+        fs.delete(path, False)
+    if not fs.rename(tmp, path):
+        raise OSError(f"cannot rename {uri}.tmp to {uri}")
+
+
+def load_cursors(spark: SparkSession, archive: str) -> dict[str, int]:
+    text = read_text(spark, archive.rstrip("/") + "/" + CURSOR_FILE)
+    if not text:
+        return {}
+    return {k: int(v) for k, v in json.loads(text).get("cursors", {}).items()}
+
+
+def save_cursors(spark: SparkSession, archive: str, topic: str, cursors: dict[str, int]) -> None:
+    doc = {"version": CURSOR_VERSION, "topic": topic, "updated_ms": int(time.time() * 1000),
+           "cursors": dict(sorted(cursors.items()))}
+    write_text(spark, archive.rstrip("/") + "/" + CURSOR_FILE, json.dumps(doc, indent=1))
