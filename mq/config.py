@@ -389,8 +389,10 @@ class BrokerConfig:
     timer_precision_ms: int = 100
     #: Seconds covered by one timer bucket file (the wheel's slot span on disk).
     timer_bucket_span_sec: int = 60
-    #: Timer log flush period.
+    #: Timer checkpoint (bucket fsync + checkpoint.json) period.
     timer_flush_interval_ms: int = 500
+    #: Parked messages further ahead are re-put (renewed in the commit log) this often; < fileReservedTime.
+    timer_roll_window_sec: int = 2 * 86_400
 
     @property
     def advertised_host(self) -> str:

@@ -95,3 +95,10 @@ def print_trace(console: Any, tr: Any) -> None:
     for msg in tr.incomplete:
         root.add(Text(f"trace incomplete: {msg}", style="magenta"))
     console.out.print(root)
+
+
+# The Spark analytics sub-commands live in their own module (mq/cli/trace_analytics.py, only click at import).
+from mq.cli.trace_analytics import analyze as _analyze, export as _export  # noqa: E402
+
+trace.add_command(_analyze)
+trace.add_command(_export)

@@ -70,6 +70,10 @@ class BrokerController:
         self.client_processor: Any = None
         self.query_processor: Any = None
         self.lock_processor: Any = None
+        # delivery services (DELIVERY helper): delay levels, transactions, arbitrary delay; built in start()
+        self.schedule_service: Any = None
+        self.transaction_service: Any = None
+        self.timer_service: Any = None
         self._tasks: list[asyncio.Task] = []
         self._started = False
         self._stopping = False
@@ -110,6 +114,7 @@ class BrokerController:
             self.offsets.load()
             from mq.daemon.broker.processors import register_all
 
+            self._make_delivery_services()  # DELIVERY helper: before the processors, which use them
             register_all(self)
         except BaseException:
             await self.server.stop()
@@ -122,6 +127,7 @@ class BrokerController:
                                                        self._persist_offsets, "offset persistence")),
                        loop.create_task(self._periodic(self.config.client_channel_scan_interval,
                                                        self.scan_clients, "client channel scan"))]
+        self._start_delivery_services()  # DELIVERY helper
         self._started = True
         ok = await self.registrar.register_all(force=True)
         self.registrar.start()
@@ -159,6 +165,7 @@ class BrokerController:
                 await asyncio.wait_for(self.registrar.unregister_all(), 3.0)
         await self.registrar.stop()
         await self.fast_failure.stop()
+        await self._stop_delivery_services()  # DELIVERY helper: before the store shuts down
         for t in self._tasks:
             t.cancel()
         for t in self._tasks:
@@ -180,6 +187,29 @@ class BrokerController:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.stop()
+
+    # -- delivery services (DELIVERY helper) ----------------------------------------------------------------
+    def _make_delivery_services(self) -> None:
+        from mq.daemon.broker.schedule import ScheduleMessageService
+        from mq.daemon.broker.timer import TimerMessageService
+        from mq.daemon.broker.transaction import TransactionalMessageService
+
+        self.schedule_service = ScheduleMessageService(self)
+        self.transaction_service = TransactionalMessageService(self)
+        self.timer_service = TimerMessageService(self)
+
+    def _start_delivery_services(self) -> None:
+        self.schedule_service.start()
+        self.transaction_service.start()
+        self.timer_service.start()
+
+    async def _stop_delivery_services(self) -> None:
+        for svc in (self.timer_service, self.transaction_service, self.schedule_service):
+            if svc is not None:
+                try:
+                    await svc.stop()
+                except Exception:
+                    log.exception("stopping %s failed", type(svc).__name__)
 
     # -- contract helpers --------------------------------------------------------------------------------
     async def register_all(self, force: bool = False) -> None:

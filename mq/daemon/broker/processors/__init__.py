@@ -29,6 +29,14 @@ def register_all(controller: "BrokerController") -> None:
     for p in (controller.send_processor, controller.pull_processor, controller.client_processor,
               controller.query_processor, controller.lock_processor):
         p.register(server)
+    # DELIVERY helper: CONSUMER_SEND_MSG_BACK (36) and END_TRANSACTION (37)
+    from mq.daemon.broker.processors.end_transaction import EndTransactionProcessor
+    from mq.daemon.broker.processors.send_back import SendBackProcessor
+
+    controller.send_back_processor = SendBackProcessor(controller)
+    controller.end_transaction_processor = EndTransactionProcessor(controller)
+    controller.send_back_processor.register(server)
+    controller.end_transaction_processor.register(server)
     from mq.daemon.broker.processors import admin  # the admin helper's module; missing is an error
 
     admin.register(controller)

@@ -1,0 +1,76 @@
+"""Trace analytics integration fixtures: the real name server and broker fixtures of
+tests/integration/broker/conftest.py (loaded by path), a helper that feeds synthetic trace messages into a
+broker's trace topic, and one that runs the `mq` CLI as a process while the daemons keep serving."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+_spec = importlib.util.spec_from_file_location("_mq_broker_fixtures_ta",
+                                               Path(__file__).parents[1] / "broker" / "conftest.py")
+_mod = importlib.util.module_from_spec(_spec)
+sys.modules[_spec.name] = _mod
+_spec.loader.exec_module(_mod)
+
+loop = _mod.loop
+run = _mod.run
+namesrv = _mod.namesrv
+broker_factory = _mod.broker_factory
+
+TRACE_TOPIC = "RMQ_SYS_TRACE_TOPIC"
+MQ = str(Path(sys.executable).parent / "mq")
+
+
+@pytest.fixture
+def trace_broker(broker_factory):  # type: ignore[no-untyped-def]
+    """A broker with traceTopicEnable (its RMQ_SYS_TRACE_TOPIC registered at the name server)."""
+    return broker_factory(trace_topic_enable=True)
+
+
+def feed(run, broker, cfg, truth) -> Any:  # type: ignore[no-untyped-def]
+    """Generate ``cfg`` into ``truth`` and send it to ``broker``'s trace topic; returns the SendStats."""
+    from mq.trace.synthetic import generate, send_bodies
+
+    stats = run(send_bodies(broker.address, TRACE_TOPIC, generate(cfg, truth), connections=2, in_flight=16), 120)
+    assert stats.messages == truth.bodies
+    return stats
+
+
+@pytest.fixture
+def mq_cli(run, namesrv):  # type: ignore[no-untyped-def]
+    """mq_cli(*args, env=None, timeout=240) -> (returncode, stdout, stderr), run while the loop serves."""
+
+    def call(*args: str, env: dict[str, str] | None = None, timeout: float = 240.0) -> tuple[int, str, str]:
+        async def go() -> tuple[int, str, str]:
+            proc = await asyncio.create_subprocess_exec(
+                MQ, "-n", namesrv.address, *args, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+                env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", **(env or {})})
+            try:
+                out, err = await asyncio.wait_for(proc.communicate(), timeout)
+            except asyncio.TimeoutError:
+                proc.kill()
+                await proc.wait()
+                raise
+            return proc.returncode or 0, out.decode(), err.decode()
+
+        return run(go(), timeout + 10)
+
+    return call
+
+
+def report_of(code: int, out: str, err: str) -> dict[str, Any]:
+    assert code == 0, f"exit {code}\nstdout:\n{out[-3000:]}\nstderr:\n{err[-3000:]}"
+    return json.loads(out)
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
