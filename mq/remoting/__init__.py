@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 from mq.remoting.client import RemotingClient, split_addr
 from mq.remoting.connection import Connection, format_addr
 from mq.remoting.server import (
+    DEFER,
     OVERLOAD_REMARK,
     REJECT_PREFIX,
     TIMEOUT_CLEAN_PREFIX,
@@ -38,6 +39,7 @@ T = TypeVar("T")
 
 __all__ = [
     "Connection",
+    "DEFER",
     "HandlerRegistry",
     "OVERLOAD_REMARK",
     "REJECT_PREFIX",

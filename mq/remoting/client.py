@@ -24,7 +24,7 @@ from mq.config import ConnectionLimits, FrameLimits, ProcessorLimits
 from mq.errors import ConnectError, RemotingError, RemotingTimeoutError
 from mq.protocol.command import RemotingCommand
 from mq.remoting.connection import Connection
-from mq.remoting.server import Handler, HandlerRegistry
+from mq.remoting.server import Handler, HandlerRegistry, SyncHandler
 
 log = logging.getLogger(__name__)
 
@@ -78,8 +78,9 @@ class RemotingClient:
         self._closed = False
 
     # -- handlers for broker-initiated requests ---------------------------------------------
-    def register(self, code: int, handler: Handler, *, group: str = "default") -> None:
-        self.registry.register(code, handler, group=group)
+    def register(self, code: int, handler: Handler, *, group: str = "default",
+                 inline: SyncHandler | None = None) -> None:
+        self.registry.register(code, handler, group=group, inline=inline)
 
     def register_default(self, handler: Handler, *, group: str = "default") -> None:
         self.registry.register_default(handler, group=group)

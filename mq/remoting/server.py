@@ -48,6 +48,8 @@ AsyncHandler = Callable[[Connection, RemotingCommand], Awaitable[Union[RemotingC
 Handler = Union[SyncHandler, AsyncHandler]
 
 OVERLOAD_REMARK = "[OVERLOAD]system busy, start flow control for a while"
+#: Returned by an ``inline`` handler that cannot finish synchronously: the request goes to its group instead.
+DEFER = object()
 REJECT_PREFIX = "[REJECTREQUEST]"
 TIMEOUT_CLEAN_PREFIX = "[TIMEOUT_CLEAN_QUEUE]"
 
@@ -209,6 +211,7 @@ class HandlerRegistry:
     def __init__(self, name: str = "server") -> None:
         self.name = name
         self._table: dict[int, tuple[Handler, WorkerGroup | None]] = {}
+        self._inline: dict[int, SyncHandler] = {}
         self._default: tuple[Handler, WorkerGroup | None] | None = None
         self._groups: dict[str, WorkerGroup] = {}
 
@@ -237,8 +240,17 @@ class HandlerRegistry:
             raise TypeError(f"handler must be callable, got {handler!r}")
         return (handler, self.group(group) if _is_async(handler) else None)
 
-    def register(self, code: int, handler: Handler, *, group: str = "default") -> None:
+    def register(self, code: int, handler: Handler, *, group: str = "default",
+                 inline: SyncHandler | None = None) -> None:
+        """Register ``handler`` for ``code``. For an async handler, ``inline`` is an optional synchronous
+        fast path: while the group has nothing running or queued it handles the request on the spot (no
+        task, the answer goes out with the same write); it returns ``DEFER`` to hand the request to the
+        group instead. Running inline only on an idle group keeps the group's order."""
         self._table[int(code)] = self._entry(handler, group)
+        if inline is not None:
+            self._inline[int(code)] = inline
+        else:
+            self._inline.pop(int(code), None)
 
     def register_default(self, handler: Handler, *, group: str = "default") -> None:
         self._default = self._entry(handler, group)
@@ -252,10 +264,16 @@ class HandlerRegistry:
             return
         handler, group = entry
         if group is not None:
-            if not group.submit(handler, conn, cmd, conn.last_active):  # type: ignore[arg-type]
-                if not cmd.flag & FLAG_ONEWAY:
-                    conn.reply(cmd, cmd.response(ResponseCode.SYSTEM_BUSY, OVERLOAD_REMARK))
+            fast = self._inline.get(cmd.code) if not group._active and not group._queue else None
+            if fast is None or not self._run_sync(fast, conn, cmd):
+                if not group.submit(handler, conn, cmd, conn.last_active):  # type: ignore[arg-type]
+                    if not cmd.flag & FLAG_ONEWAY:
+                        conn.reply(cmd, cmd.response(ResponseCode.SYSTEM_BUSY, OVERLOAD_REMARK))
             return
+        self._run_sync(handler, conn, cmd)  # type: ignore[arg-type]
+
+    def _run_sync(self, handler: SyncHandler, conn: Connection, cmd: RemotingCommand) -> bool:
+        """Run a plain handler and send its answer; False if it returned ``DEFER``."""
         now = conn.last_active  # the time of the read that delivered cmd
         ctx = _CONTEXT.get()
         if ctx is None or ctx.started != now or ctx.arrived != now:
@@ -264,6 +282,8 @@ class HandlerRegistry:
             resp = handler(conn, cmd)
         except Exception as exc:
             resp = _error_response(cmd, exc, self.name)
+        if resp is DEFER:
+            return False
         if resp is not None and not cmd.flag & FLAG_ONEWAY:
             if not isinstance(resp, RemotingCommand):
                 if inspect.isawaitable(resp):
@@ -271,6 +291,7 @@ class HandlerRegistry:
                 resp = _error_response(cmd, TypeError(f"handler returned {type(resp).__name__}, "
                                                       "not a RemotingCommand"), self.name)
             conn.reply(cmd, resp)
+        return True
 
     async def shutdown(self) -> None:
         """Cancel every group's workers and drop their queues."""
@@ -298,8 +319,9 @@ class RemotingServer:
         self._idle_task: asyncio.Task[None] | None = None
 
     # -- registration -----------------------------------------------------------------------
-    def register(self, code: int, handler: Handler, *, group: str = "default") -> None:
-        self.registry.register(code, handler, group=group)
+    def register(self, code: int, handler: Handler, *, group: str = "default",
+                 inline: SyncHandler | None = None) -> None:
+        self.registry.register(code, handler, group=group, inline=inline)
 
     def register_default(self, handler: Handler, *, group: str = "default") -> None:
         self.registry.register_default(handler, group=group)

@@ -730,3 +730,44 @@ def test_connection_without_dispatcher_answers_not_supported():
         await server.stop()
 
     run(main())
+
+
+def test_inline_fast_path_runs_only_while_the_group_is_idle():
+    """A grouped async handler with an ``inline`` fast path: answered on the spot while the group is idle,
+    handed to the group on DEFER, and never reordered behind queued work."""
+    import asyncio
+
+    from mq.config import ProcessorLimits
+    from mq.remoting import DEFER, RemotingServer
+    from mq.remoting.testing import ConnectionPair
+
+    order: list[str] = []
+    gate = asyncio.Event()
+
+    async def slow(conn, cmd):
+        order.append(f"async-{cmd.ext_fields['i']}")
+        if cmd.ext_fields["i"] == "0":
+            await gate.wait()
+        return cmd.response(0)
+
+    def fast(conn, cmd):
+        if cmd.ext_fields["i"] == "0":
+            return DEFER
+        order.append(f"inline-{cmd.ext_fields['i']}")
+        return cmd.response(0)
+
+    async def main():
+        server = RemotingServer("127.0.0.1", 0, name="t")
+        server.configure_group("g", ProcessorLimits(concurrency=1, queue_capacity=10))
+        server.register(77, slow, group="g", inline=fast)
+        pair = ConnectionPair(server)
+        futs = [pair.client_conn.invoke_future(RemotingCommand.request(77, {"i": str(i)}), 5) for i in range(3)]
+        await pair.settle()
+        assert order == ["async-0"]  # 0 deferred to the group; 1 and 2 queue behind it instead of overtaking
+        gate.set()
+        await asyncio.gather(*futs)
+        assert order == ["async-0", "async-1", "async-2"]
+        await pair.client_conn.invoke(RemotingCommand.request(77, {"i": "3"}), 5)
+        assert order[-1] == "inline-3"  # idle again: the fast path answers on the spot
+
+    asyncio.run(main())

@@ -10,7 +10,9 @@ from .wire import send_cmd
 
 
 def test_send_queue_overflow_answers_system_busy(broker_factory, client, run):
-    b = broker_factory(send_thread_pool_queue_capacity=2)
+    # Sends are handled inline while the send group is idle; they queue only when the flush-ack backlog is
+    # full (SYNC_FLUSH), and that queue is bounded.
+    b = broker_factory(send_thread_pool_queue_capacity=2, flush_disk_type="SYNC_FLUSH", max_pending_flush_acks=1)
 
     async def main():
         await client.invoke(b.address, send_cmd("Busy", b"warm"))
@@ -29,7 +31,8 @@ def test_send_queue_overflow_answers_system_busy(broker_factory, client, run):
 
 
 def test_requests_that_waited_too_long_get_timeout_clean_queue(broker_factory, client, run):
-    b = broker_factory(wait_time_mills_in_send_queue=0, fast_failure_scan_interval_ms=10_000)
+    b = broker_factory(wait_time_mills_in_send_queue=0, fast_failure_scan_interval_ms=10_000,
+                       flush_disk_type="SYNC_FLUSH", max_pending_flush_acks=1)
 
     async def main():
         conn = await client.connection(b.address)

@@ -38,7 +38,7 @@ from mq.errors import InvalidTopicError, RemoteProtocolError
 from mq.protocol.codes import RequestCode, ResponseCode
 from mq.protocol.command import RemotingCommand
 from mq.protocol.headers import SendMessageRequestHeader, SendMessageRequestHeaderV2, SendMessageResponseHeader
-from mq.remoting import TIMEOUT_CLEAN_PREFIX, RejectRequest, request_context
+from mq.remoting import DEFER, TIMEOUT_CLEAN_PREFIX, RejectRequest, request_context
 from mq.store.status import PutMessageResult, PutMessageStatus
 
 if TYPE_CHECKING:
@@ -109,6 +109,16 @@ def put_status_response(cmd: RemotingCommand, res: PutMessageResult, max_size: i
     return cmd.response(RC.SYSTEM_ERROR, st.name)
 
 
+class _Wait:
+    """The store accepted the put but the answer must wait for its flush (backpressure)."""
+
+    __slots__ = ("fut", "queue_id")
+
+    def __init__(self, fut: Any, queue_id: int) -> None:
+        self.fut = fut
+        self.queue_id = queue_id
+
+
 class SendProcessor:
     def __init__(self, controller: "BrokerController") -> None:
         self.c = controller
@@ -123,7 +133,15 @@ class SendProcessor:
 
     def register(self, server: Any) -> None:
         for code in (RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE):
-            server.register(code, self.handle, group=SEND_GROUP)
+            server.register(code, self.handle, group=SEND_GROUP, inline=self.handle_inline)
+
+    def handle_inline(self, conn: Any, cmd: RemotingCommand) -> Any:
+        """The fast path, run in the read that delivered the request while the send group is idle: no task,
+        and under ASYNC_FLUSH the answer leaves with the same write. Defers to the group (``handle``) only
+        when the flush-ack backlog is full, where the send must wait."""
+        if self.pending_acks >= self.max_pending:
+            return DEFER
+        return self._handle(conn, cmd)
 
     async def handle(self, conn: Any, cmd: RemotingCommand) -> RemotingCommand | None:
         if self.fast_failure:
@@ -132,8 +150,17 @@ class SendProcessor:
                 return cmd.response(RC.SYSTEM_BUSY, f"{TIMEOUT_CLEAN_PREFIX}broker busy, start flow control for a "
                                     f"while, period in queue: {ctx.queue_wait * 1000:.0f}ms, size of queue: "
                                     f"{self.c.server.registry.group(SEND_GROUP).queued}")
-            if os_page_cache_busy(self.c.store):
-                raise RejectRequest("system busy, start flow control for a while")
+        resp = self._handle(conn, cmd)
+        if resp.__class__ is _Wait:
+            res = await asyncio.wrap_future(resp.fut)
+            return self._response(cmd, res, resp.queue_id)
+        return resp
+
+    def _handle(self, conn: Any, cmd: RemotingCommand) -> Any:
+        """Check, store and answer one send; returns the response, None (answered later or oneway), or a
+        ``_Wait`` when the flush-ack backlog is full and the caller must await the flush."""
+        if self.fast_failure and os_page_cache_busy(self.c.store):
+            raise RejectRequest("system busy, start flow control for a while")
         if cmd.code == RequestCode.SEND_MESSAGE:
             h = SendMessageRequestHeader.from_ext(cmd.ext_fields)
         else:
@@ -141,10 +168,9 @@ class SendProcessor:
         batch = h.batch or cmd.code == RequestCode.SEND_BATCH_MESSAGE
         prepared = self._prepare(conn, cmd, h, batch)
         if prepared.__class__ is RemotingCommand:
-            return prepared  # type: ignore[return-value]
+            return prepared
         msgs, queue_id = prepared  # type: ignore[misc]
-        store = self.c.store
-        fut = store.put_messages_async(msgs)
+        fut = self.c.store.put_messages_async(msgs)
         if fut.done():
             return self._response(cmd, fut.result(), queue_id)
         if cmd.flag & 2:  # oneway: nobody waits for the answer
@@ -154,8 +180,7 @@ class SendProcessor:
             poster = self.c.poster
             fut.add_done_callback(lambda f: poster.post(self._late_reply, conn, cmd, f, queue_id))
             return None
-        res = await asyncio.wrap_future(fut)
-        return self._response(cmd, res, queue_id)
+        return _Wait(fut, queue_id)
 
     def _late_reply(self, conn: Any, cmd: RemotingCommand, fut: Any, queue_id: int) -> None:
         self.pending_acks -= 1
