@@ -42,6 +42,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "queryMsgById": ("mq.cli.query:query_msg_by_id", "Show a message by offsetMsgId or UNIQ_KEY."),
     "queryMsgByOffset": ("mq.cli.query:query_msg_by_offset", "Show the message at a queue offset."),
     "trace": ("mq.cli.trace:trace", "Message trace: follow one message's path (mq trace -i MSGID)."),
+    "store": ("mq.cli.store:store", "Verify or print a store directory offline (no broker needed)."),
+    "dlq": ("mq.cli.dlq:dlq", "Dead letters of a consumer group: list, resend."),  # DELIVERY helper
 }
 
 
