@@ -75,3 +75,50 @@ def test_pull_consumer_in_a_fresh_process(daemons):
     drive("produce", ns, "CppPull", "sync", 8, "TagA,TagB")
     got = drive("pull", ns, "CppPull", "GID_CPP_PULL", "TagB", timeout=60)["received"]
     assert sorted(g["body"] for g in got) == sorted(f"sync-{i}-TagB" for i in range(1, 8, 2))
+
+
+def mq_cli(*args: str, timeout: float = 60.0) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "mq.cli.main", *args], capture_output=True, text=True,
+                          timeout=timeout, stdin=subprocess.DEVNULL)
+
+
+def test_our_query_commands_find_what_the_cpp_client_sent(daemons):
+    ns = daemons.namesrv.address
+    r = drive("produce", ns, "CppQuery", "sync", 4, "TagQ")
+    sent = r["results"][2]  # body "sync-2-TagQ", key "key-sync-2"
+    by_key = mq_cli("-n", ns, "queryMsgByKey", "-t", "CppQuery", "-k", "key-sync-2", "--json")
+    assert by_key.returncode == 0, by_key.stderr
+    msgs = json.loads(by_key.stdout)["messages"]
+    assert [m["body"] for m in msgs] == ["sync-2-TagQ"]
+    assert msgs[0]["uniqKey"] == sent["msg_id"]  # the C++ SendResult.msgId is the UNIQ_KEY
+    by_uniq = mq_cli("-n", ns, "queryMsgById", "-i", sent["msg_id"], "-t", "CppQuery", "--json")
+    assert by_uniq.returncode == 0, by_uniq.stderr
+    assert [m["body"] for m in json.loads(by_uniq.stdout)["messages"]] == ["sync-2-TagQ"]
+    by_offset_id = mq_cli("-n", ns, "queryMsgById", "-i", msgs[0]["offsetMsgId"], "--json")
+    assert by_offset_id.returncode == 0, by_offset_id.stderr
+    assert json.loads(by_offset_id.stdout)["messages"][0]["keys"] == "key-sync-2"
+
+
+def test_cpp_push_consumer_receives_what_mq_send_sent(daemons):
+    ns = daemons.namesrv.address
+    sent = mq_cli("-n", ns, "send", "-t", "MqToCpp", "--tag", "TagM", "--keys", "from-mq", "--body", "hello cpp",
+                  "--json")
+    assert sent.returncode == 0, sent.stderr
+    consumer = subprocess.Popen([sys.executable, DRIVER, "push", ns, "MqToCpp", "GID_CPP_FROM_MQ", "TagM", "2",
+                                 "40"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        while True:
+            line = consumer.stdout.readline()
+            assert line, consumer.stderr.read()[-2000:]
+            if line.startswith("{") and json.loads(line).get("started"):
+                break
+        time.sleep(1.0)
+        again = mq_cli("-n", ns, "send", "-t", "MqToCpp", "--tag", "TagM", "--body", "second", "--json")
+        assert again.returncode == 0, again.stderr
+        out, err = consumer.communicate(timeout=60)
+    finally:
+        if consumer.poll() is None:
+            consumer.kill()
+    got = json.loads([ln for ln in out.strip().splitlines() if ln.startswith("{")][-1])["received"]
+    assert sorted(g["body"] for g in got) == ["hello cpp", "second"], err[-1000:]
+    assert {g["tags"] for g in got} == {"TagM"}
