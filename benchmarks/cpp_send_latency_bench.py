@@ -1,0 +1,101 @@
+"""Sync-send latency of the official C++ client (PyPI rocketmq==0.4.4) against our daemons.
+
+Name server and broker run as their own processes (`mq namesrv start`, `mq broker start`); the C++ producer runs
+in a fresh process and sends 1 KB messages one at a time, timing each `send_sync`.
+
+    python benchmarks/cpp_send_latency_bench.py [--count 5000] [--flush ASYNC_FLUSH|SYNC_FLUSH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+PRODUCER = r'''
+import json, sys, time
+from rocketmq.client import Message, Producer
+ns, topic, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
+p = Producer("PID_CPP_LATENCY")
+p.set_namesrv_addr(ns)
+p.start()
+body = "x" * 1024
+def one(i):
+    m = Message(topic); m.set_tags("TagA"); m.set_keys(f"k{i}"); m.set_body(body)
+    t0 = time.perf_counter(); r = p.send_sync(m); dt = time.perf_counter() - t0
+    assert int(r.status) == 0, r.status
+    return dt
+for i in range(200):
+    one(i)
+lat = [one(i) for i in range(count)]
+p.shutdown()
+print(json.dumps({"lat": lat}))
+'''
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_port(port: int, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), 0.2).close()
+            return
+        except OSError:
+            time.sleep(0.1)
+    raise SystemExit(f"nothing listens on {port}")
+
+
+def pct(values: list[float], p: float) -> float:
+    s = sorted(values)
+    return s[min(len(s) - 1, int(round(p / 100 * (len(s) - 1))))]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--count", type=int, default=5000)
+    ap.add_argument("--flush", default="ASYNC_FLUSH", choices=["ASYNC_FLUSH", "SYNC_FLUSH"])
+    args = ap.parse_args()
+    home = tempfile.mkdtemp(prefix="mq-cpp-bench-")
+    env = dict(os.environ, MQ_HOME=home)
+    ns_port, br_port = free_port(), free_port()
+    conf = os.path.join(home, "broker.yaml")
+    with open(conf, "w") as f:
+        f.write(f"flushDiskType: {args.flush}\n")
+    procs = [subprocess.Popen([sys.executable, "-m", "mq.cli.main", "namesrv", "start", "--port", str(ns_port),
+                               "--log-level", "WARNING"], env=env, stderr=subprocess.DEVNULL)]
+    try:
+        wait_port(ns_port)
+        procs.append(subprocess.Popen([sys.executable, "-m", "mq.cli.main", "broker", "start", "--namesrv",
+                                       f"127.0.0.1:{ns_port}", "--port", str(br_port), "--store",
+                                       os.path.join(home, "store"), "--config", conf, "--log-level", "WARNING"],
+                                      env=env, stderr=subprocess.DEVNULL))
+        wait_port(br_port)
+        time.sleep(1.0)
+        out = subprocess.run([sys.executable, "-c", PRODUCER, f"127.0.0.1:{ns_port}", "CppLatency",
+                              str(args.count)], capture_output=True, text=True, timeout=600)
+        if out.returncode != 0:
+            raise SystemExit(out.stderr[-2000:])
+        lat = json.loads([ln for ln in out.stdout.splitlines() if ln.startswith("{")][-1])["lat"]
+        ms = [x * 1000 for x in lat]
+        print(f"C++ client (rocketmq==0.4.4) sync send, 1 KB, {args.count} sequential sends, {args.flush}:")
+        print(f"  p50 {pct(ms, 50):.3f} ms   p90 {pct(ms, 90):.3f} ms   p99 {pct(ms, 99):.3f} ms   "
+              f"max {max(ms):.3f} ms   ({len(ms) / sum(lat):,.0f} sends/s)")
+        print(f"  load average during the run: {os.getloadavg()[0]:.2f}")
+    finally:
+        for p in reversed(procs):
+            p.terminate()
+            p.wait(timeout=30)
+
+
+if __name__ == "__main__":
+    main()
