@@ -34,6 +34,7 @@ class Registrar:
         self.client = RemotingClient(name="broker->namesrv", connect_timeout=3.0)
         self._task: asyncio.Task | None = None
         self._soon: asyncio.Task | None = None
+        self._dirty = False
         self.registrations = 0
         self.last_errors: dict[str, str] = {}
 
@@ -103,7 +104,10 @@ class Registrar:
         await asyncio.gather(*(one(a) for a in self.namesrv_addrs))
 
     def register_soon(self) -> None:
-        """Coalesce topic changes into one registration on the next loop iterations."""
+        """Coalesce topic changes into one registration on the next loop iterations. A change that arrives
+        while a registration is already on the wire is sent by one more registration right after it, so
+        the name servers never miss the newest topic table."""
+        self._dirty = True
         if self._soon is not None and not self._soon.done():
             return
         try:
@@ -113,11 +117,13 @@ class Registrar:
         self._soon = loop.create_task(self._register_later())
 
     async def _register_later(self) -> None:
-        await asyncio.sleep(0.01)
-        try:
-            await self.register_all(force=True)
-        except Exception:
-            log.exception("registration after a topic change failed")
+        while self._dirty:
+            await asyncio.sleep(0.01)
+            self._dirty = False
+            try:
+                await self.register_all(force=True)
+            except Exception:
+                log.exception("registration after a topic change failed")
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._loop())
