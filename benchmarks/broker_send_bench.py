@@ -3,7 +3,8 @@
 The broker runs in its own process (``mq broker start``, no name server); this process is the load generator.
 It sends PRE-ENCODED frames over raw asyncio Protocols (the Python client would be the bottleneck) and only
 counts response frames (for pulls it decodes the response header to follow ``nextBeginOffset``). 1 KB bodies
-over loopback. Memory: the broker's RSS minus the resident pages of its mapped store files (commit log,
+over loopback. Each line also prints the broker process's CPU time (user + system, ``psutil``) per message
+over the measured window: on a shared, noisy machine that is the figure to compare. Memory: the broker's RSS minus the resident pages of its mapped store files (commit log,
 consume queues, index: ``psutil.Process.memory_maps()`` entries under the store directory); USS would count
 those file pages too, since no other process maps them.
 
@@ -87,7 +88,16 @@ class Counter(asyncio.Protocol):
             self.t.write(self.frame * n)
 
 
-async def measure_sends(port: int, frame: bytes, conns: int, inflight: int, seconds: float) -> tuple[float, int]:
+def _cpu(proc: psutil.Process | None) -> float:
+    if proc is None:
+        return 0.0
+    t = proc.cpu_times()
+    return t.user + t.system
+
+
+async def measure_sends(port: int, frame: bytes, conns: int, inflight: int, seconds: float,
+                        proc: psutil.Process | None = None) -> tuple[float, int, float]:
+    """(requests/s, errors, broker CPU seconds per request) over ``seconds`` after a warm-up."""
     loop = asyncio.get_running_loop()
     protos = []
     for _ in range(conns):
@@ -95,20 +105,23 @@ async def measure_sends(port: int, frame: bytes, conns: int, inflight: int, seco
         protos.append(p)
     await asyncio.sleep(0.5)  # warm up
     start = sum(p.done for p in protos)
+    c0 = _cpu(proc)
     t0 = time.perf_counter()
     await asyncio.sleep(seconds)
     done = sum(p.done for p in protos) - start
     dt = time.perf_counter() - t0
+    cpu = _cpu(proc) - c0
     for p in protos:
         p.running = False
     await asyncio.sleep(0.3)
     errors = sum(p.errors for p in protos)
     for p in protos:
         p.t.close()
-    return done / dt, errors
+    return done / dt, errors, cpu / max(done, 1)
 
 
-async def drain(port: int, topic: str, queues: int, per_queue: int) -> float:
+async def drain(port: int, topic: str, queues: int, per_queue: int,
+                proc: psutil.Process | None = None) -> tuple[float, float]:
     """Pull ``per_queue`` messages from each queue, one pull in flight per queue (like a push consumer)."""
     loop = asyncio.get_running_loop()
 
@@ -141,13 +154,15 @@ async def drain(port: int, topic: str, queues: int, per_queue: int) -> float:
                 self.ask()
 
     futs = []
+    c0 = _cpu(proc)
     t0 = time.perf_counter()
     for q in range(queues):
         f = loop.create_future()
         await loop.create_connection(lambda q=q, f=f: Puller(q, f), "127.0.0.1", port)
         futs.append(f)
     got = sum(await asyncio.gather(*futs))
-    return got / (time.perf_counter() - t0)
+    dt = time.perf_counter() - t0
+    return got / dt, (_cpu(proc) - c0) / max(got, 1)
 
 
 async def prefill(port: int, topic: str, queues: int, per_queue: int) -> None:
@@ -209,6 +224,7 @@ def main() -> None:
     except ImportError:
         pass
     results = {}
+    print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
     for flush in ("ASYNC_FLUSH", "SYNC_FLUSH"):
         tmp = tempfile.mkdtemp(prefix=f"mq-bench-{flush}-")
         proc = start_broker(args.port, tmp, flush)
@@ -218,24 +234,26 @@ def main() -> None:
             # create the topic first (auto-create from TBW102)
             asyncio.run(measure_sends(args.port, frame, 1, 1, 0.2))
             for inflight in (1, 4, 16):
-                rate, err = asyncio.run(measure_sends(args.port, frame, 1, inflight, args.seconds))
+                rate, err, cpu = asyncio.run(measure_sends(args.port, frame, 1, inflight, args.seconds, ps))
                 results[(flush, f"send 1 conn x {inflight} in flight")] = (rate, err)
-                print(f"{flush:11s} sends/s, 1 connection, {inflight:2d} in flight: {rate:10,.0f}  errors {err}",
-                      flush=True)
-            rate, err = asyncio.run(measure_sends(args.port, frame, 16, 1, args.seconds))
-            print(f"{flush:11s} sends/s, 16 connections x 1 in flight:   {rate:10,.0f}  errors {err}", flush=True)
+                print(f"{flush:11s} sends/s, 1 connection, {inflight:2d} in flight: {rate:10,.0f}  errors {err}  "
+                      f"broker CPU {cpu * 1e6:6.1f} us/msg", flush=True)
+            rate, err, cpu = asyncio.run(measure_sends(args.port, frame, 16, 1, args.seconds, ps))
+            print(f"{flush:11s} sends/s, 16 connections x 1 in flight:   {rate:10,.0f}  errors {err}  "
+                  f"broker CPU {cpu * 1e6:6.1f} us/msg", flush=True)
             results[(flush, "send 16 conns x 1")] = (rate, err)
             bframe = send_frame("BenchT", 1, batch=32)
-            rate, err = asyncio.run(measure_sends(args.port, bframe, 1, 16, args.seconds))
-            print(f"{flush:11s} msgs/s in batches of 32, 16 in flight:  {rate * 32:10,.0f}  errors {err}", flush=True)
+            rate, err, cpu = asyncio.run(measure_sends(args.port, bframe, 1, 16, args.seconds, ps))
+            print(f"{flush:11s} msgs/s in batches of 32, 16 in flight:  {rate * 32:10,.0f}  errors {err}  "
+                  f"broker CPU {cpu / 32 * 1e6:6.1f} us/msg", flush=True)
             results[(flush, "batch32")] = (rate * 32, err)
             if flush == "ASYNC_FLUSH":
                 queues = 4
                 asyncio.run(prefill(args.port, "DrainT", queues, args.drain_per_queue))
                 time.sleep(1.0)
-                rate = asyncio.run(drain(args.port, "DrainT", queues, args.drain_per_queue))
+                rate, cpu = asyncio.run(drain(args.port, "DrainT", queues, args.drain_per_queue, ps))
                 print(f"{flush:11s} backlog drain msgs/s ({queues} queues x {args.drain_per_queue:,}, 32 per pull): "
-                      f"{rate:10,.0f}", flush=True)
+                      f"{rate:10,.0f}  broker CPU {cpu * 1e6:6.2f} us/msg", flush=True)
             rss = ps.memory_info().rss
             mapped = sum(m.rss for m in ps.memory_maps() if m.path.startswith(tmp))
             print(f"{flush:11s} broker memory: RSS {rss / 2**20:.1f} MiB, of which mapped store files "

@@ -1,11 +1,16 @@
 """Append throughput of 1 KB messages: ASYNC_FLUSH single and batches of 32, SYNC_FLUSH from 64 threads.
 
+Each line prints the wall-clock rate and the CPU cost per message (``time.process_time``: every thread of this
+process, including the flush and index threads, until the index has caught up), which is the figure to compare
+on a shared, noisy machine. The load average at the start is printed too.
+
 Usage: python benchmarks/store_append.py [--n 200000] [--dir DIR] [--no-index]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import tempfile
 import threading
@@ -24,7 +29,13 @@ def _store(root: str, mode: str, index: bool) -> MessageStore:
     return s
 
 
+def _line(label: str, n: int, size: int, dt: float, cpu: float, extra: str = "") -> None:
+    print(f"{label:30s}: {n / dt:9.0f} msg/s  {n * size / dt / 1e6:6.1f} MB/s  "
+          f"CPU {cpu / n * 1e6:6.2f} us/msg{extra}", flush=True)
+
+
 def run(n: int, base: str, index: bool) -> None:
+    print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print_disk(base)
     msgs = make_messages(n)
     size = len(msgs[0].body)
@@ -33,6 +44,7 @@ def run(n: int, base: str, index: bool) -> None:
     root = tempfile.mkdtemp(dir=base)
     s = _store(root, "ASYNC_FLUSH", index)
     put = s.put_message
+    c = time.process_time()
     t = time.perf_counter()
     for m in msgs:
         put(m)
@@ -41,9 +53,10 @@ def run(n: int, base: str, index: bool) -> None:
     if s.index_dispatcher is not None:
         s.index_dispatcher.wait_idle(60)
     idx = time.perf_counter() - ib
+    cpu = time.process_time() - c
     s.shutdown()
     shutil.rmtree(root)
-    print(f"ASYNC single : {n / dt:9.0f} msg/s  {n * size / dt / 1e6:6.1f} MB/s  (index catch-up after: {idx:.2f}s)")
+    _line("ASYNC single", n, size, dt, cpu, f"  (index catch-up after: {idx:.2f}s)")
 
     root = tempfile.mkdtemp(dir=base)
     s = _store(root, "ASYNC_FLUSH", index)
@@ -52,15 +65,17 @@ def run(n: int, base: str, index: bool) -> None:
         q = b[0].queue_id
         for m in b:
             m.queue_id = q
+    c = time.process_time()
     t = time.perf_counter()
     for b in batches:
         s.put_messages(b)
     dt = time.perf_counter() - t
     if s.index_dispatcher is not None:
         s.index_dispatcher.wait_idle(60)
+    cpu = time.process_time() - c
     s.shutdown()
     shutil.rmtree(root)
-    print(f"ASYNC batch32: {n / dt:9.0f} msg/s  {n * size / dt / 1e6:6.1f} MB/s")
+    _line("ASYNC batch32", n, size, dt, cpu)
 
     root = tempfile.mkdtemp(dir=base)
     s = _store(root, "SYNC_FLUSH", index)
@@ -77,27 +92,35 @@ def run(n: int, base: str, index: bool) -> None:
     for th in ts:
         th.start()
     barrier.wait()
+    c = time.process_time()
     t = time.perf_counter()
     for th in ts:
         th.join()
     dt = time.perf_counter() - t
+    if s.index_dispatcher is not None:
+        s.index_dispatcher.wait_idle(60)
+    cpu = time.process_time() - c
     commits = s.group_commit.flush_count
     s.shutdown()
     shutil.rmtree(root)
-    print(f"SYNC 64 thr  : {per * 64 / dt:9.0f} msg/s  {per * 64 * size / dt / 1e6:6.1f} MB/s  "
-          f"({commits} group commits, {per * 64 / max(commits, 1):.1f} msgs per fdatasync)")
+    _line("SYNC 64 threads", per * 64, size, dt, cpu,
+          f"  ({commits} group commits, {per * 64 / max(commits, 1):.1f} msgs per fdatasync)")
 
     root = tempfile.mkdtemp(dir=base)
     s = _store(root, "SYNC_FLUSH", index)
+    c = time.process_time()
     t = time.perf_counter()
     futs = [s.put_message_async(m) for m in msgs]
     for f in futs:
         f.result()
     dt = time.perf_counter() - t
+    if s.index_dispatcher is not None:
+        s.index_dispatcher.wait_idle(60)
+    cpu = time.process_time() - c
     commits = s.group_commit.flush_count
     s.shutdown()
     shutil.rmtree(root)
-    print(f"SYNC async 1 thread (futures): {n / dt:9.0f} msg/s ({n / max(commits, 1):.0f} msgs per fdatasync)")
+    _line("SYNC async 1 thread (futures)", n, size, dt, cpu, f"  ({n / max(commits, 1):.0f} msgs per fdatasync)")
 
 
 if __name__ == "__main__":

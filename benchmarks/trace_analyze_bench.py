@@ -49,11 +49,11 @@ def main() -> int:
         print(f"generated {truth.records:,} records in {bodies:,} bodies ({truth.compressed_bodies:,} compressed), "
               f"{size / 1e6:.1f} MB JSONL, in {gen:.1f} s = {truth.records / gen:,.0f} records/s")  # fmt: skip
         t0 = time.perf_counter()
-        run_job(["--mode", "export", "--input-format", "raw", "--input", str(raw)], work / "export", options=opts)
+        shutil.rmtree(archive, ignore_errors=True)
+        run_job(["--mode", "export", "--input-format", "raw", "--input", str(raw), "--archive", str(archive)],
+                work / "export", options=opts)
         exp = time.perf_counter() - t0
         info = json.loads((work / "export" / "export.json").read_text())
-        shutil.rmtree(archive, ignore_errors=True)
-        (work / "export" / "records").rename(archive)
         print(f"exported {info['records']:,} records (+{info['malformed_total']:,} malformed) to Parquet in "
               f"{exp:.1f} s = {info['records'] / exp:,.0f} records/s (spark-submit start-up included)")  # fmt: skip
         since, until = cfg.start_ms, truth.max_timestamp + 60_000  # leftovers flush after the last record

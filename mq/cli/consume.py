@@ -18,9 +18,10 @@ from mq.cli.send import client_config
 @click.option("--from", "from_", type=click.Choice(["last", "first"]), default="last", show_default=True,
               help="Where a new group starts.")
 @click.option("--timeout", type=float, default=None, help="Stop after this many seconds.")
+@click.option("--trace", is_flag=True, help="Trace consumption (SubBefore/SubAfter records; see `mq trace -i`).")
 @json_option
 @click.pass_obj
-def consume(obj, topic, group, expression, count, broadcast, from_, timeout, json_mode) -> None:
+def consume(obj, topic, group, expression, count, broadcast, from_, timeout, json_mode, trace=False) -> None:
     """Consume with a push consumer and print each message (id, tags, keys, queue, offset, store time, body)."""
     import asyncio
 
@@ -62,6 +63,9 @@ def consume(obj, topic, group, expression, count, broadcast, from_, timeout, jso
                              consume_from_where=from_.upper(), consume_thread_max=1)
         consumer = PushConsumer(cfg, listener, client_config(obj))
         consumer.subscribe(topic, expression)
+        if trace:
+            from mq.trace.enable import enable_trace
+            enable_trace(consumer)
         await consumer.start()
         if not json_mode:
             console.note(f"consuming {topic} ({expression}) as {group} ({cfg.message_model}); Ctrl-C to stop")

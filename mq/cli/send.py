@@ -59,16 +59,22 @@ def client_config(obj, **kw):
 @click.option("--size", type=click.IntRange(min=1), default=None, help="Generated body size in bytes.")
 @click.option("--property", "props", multiple=True, metavar="K=V", help="User property (repeatable).")
 @click.option("--delay-level", type=click.IntRange(min=0, max=18), default=0, help="Delay level (1-18).")
+# delivery options (DELIVERY helper; parsing in mq/cli/delivery_options.py)
+@click.option("--delay", default=None, metavar="DURATION", help="Arbitrary delay: 90s, 5m, 1h30m, 2d (<= 30 d).")
+@click.option("--deliver-at", default=None, metavar="TIME", help="Deliver at: epoch ms or ISO 8601 time.")
+@click.option("--transaction", type=click.Choice(["commit", "rollback", "unknown"]), default=None,
+              help="Send as a transactional message and end it so (unknown: the broker checks back later).")
 @click.option("--queue", "queue_id", type=click.IntRange(min=0), default=None, help="Send to this queue id.")
 @click.option("--broker", default=None, help="Send to this broker (with --queue: that exact queue).")
 @click.option("-g", "--group", default="MQ_CLI_PRODUCER", show_default=True, help="Producer group.")
 @click.option("--timeout", type=float, default=3.0, show_default=True, help="Send timeout in seconds.")
 @click.option("--oneway", "mode", flag_value="oneway", help="Send oneway (no answer, no result).")
 @click.option("--async", "mode", flag_value="async", help="Send asynchronously (up to 64 in flight).")
+@click.option("--trace", is_flag=True, help="Trace the sends (Pub records; see `mq trace -i MSGID`).")
 @json_option
 @click.pass_obj
 def send(obj, topic, tag, keys, body, file, count, size, props, delay_level, queue_id, broker, group, timeout, mode,
-         json_mode) -> None:
+         json_mode, delay=None, deliver_at=None, transaction=None, trace=False) -> None:
     """Send messages; print broker, queue, offset, msgId and status of each (a summary with --count)."""
     from mq.cli.console import Console
     from mq.client.producer import Producer
@@ -82,12 +88,22 @@ def send(obj, topic, tag, keys, body, file, count, size, props, delay_level, que
     properties = parse_properties(props)
     console = Console(json_mode=json_mode)
     mode = mode or "sync"
+    from mq.cli.delivery_options import delivery_properties, transaction_producer
+
+    properties.update(delivery_properties(delay, deliver_at))
+    if transaction and (mode != "sync" or queue_id is not None or broker is not None):
+        raise click.UsageError("--transaction sends synchronously to a queue the producer picks")
 
     async def main():
         from mq.client.stats import Stats, cause_of
         from mq.common.message import MessageQueue
 
-        producer = Producer(ProducerConfig(group=group, send_msg_timeout=timeout), client_config(obj))
+        pcfg = ProducerConfig(group=group, send_msg_timeout=timeout)
+        producer = (Producer(pcfg, client_config(obj)) if transaction is None
+                    else transaction_producer(transaction, pcfg, client_config(obj)))
+        if trace:
+            from mq.trace.enable import enable_trace
+            enable_trace(producer)
         await producer.start()
         stats = Stats()
         rows: list[dict] = []
@@ -135,6 +151,8 @@ def send(obj, topic, tag, keys, body, file, count, size, props, delay_level, que
                         res = None
                     elif mode == "async":
                         res = await producer.send_async(msg, queue=pick())
+                    elif transaction:
+                        res = (await producer.send_in_transaction(msg)).send
                     else:
                         res = await producer.send(msg, queue=pick())
                 except Exception as exc:

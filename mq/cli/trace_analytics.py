@@ -176,6 +176,8 @@ def analyze(obj: Any, since: str, until: str, input_path: str | None, master: st
             "--chunk-messages", str(chunk_messages)]
     if no_compare:
         args.append("--no-compare")
+    if not out_dir:  # nobody would see the per-section Parquet/CSV files: skip writing them
+        args.append("--no-tables")
     if input_path:
         args += ["--input-format", "parquet", "--input", _abs_uri(input_path)]
     else:

@@ -83,16 +83,6 @@ class Prepared(NamedTuple):
     wait: bool
 
 
-class AppendResult(NamedTuple):
-    status: PutMessageStatus
-    first_phy: int = 0
-    wrote_bytes: int = 0
-    first_queue_offset: int = 0
-    store_timestamp: int = 0
-    requests: list[DispatchRequest] | None = None
-    phy_offsets: list[int] | None = None
-
-
 class CommitLog:
     def __init__(self, directory: Path, file_size: int, store_host: tuple[str, int], *,
                  max_message_size: int = 4 * 1024 * 1024, delay_levels_ms: list[int] | None = None) -> None:
@@ -186,32 +176,24 @@ class CommitLog:
             (props.get(P.WAIT_STORE_MSG_OK) != "false") if props else True,
         ))
 
-    def append(self, batch: list[Prepared], store_ts: int) -> AppendResult:
-        """Append ``batch`` (all-or-nothing, one segment); caller holds the put lock."""
-        need = 0
-        for m in batch:
-            need += m.total
-        if need + 8 > self.file_size:
-            return AppendResult(PutMessageStatus.MESSAGE_ILLEGAL)
-        q = self.queue
-        files = q.files
+    def append(self, batch: list[Prepared], store_ts: int) -> list[DispatchRequest] | PutMessageStatus:
+        """Append ``batch`` (all-or-nothing, one segment); caller holds the put lock.
+
+        Returns one ``DispatchRequest`` per record, in log order (physical and queue offsets, size, store
+        time: everything a put result needs), or the failure status."""
+        if len(batch) == 1:
+            need = batch[0].total
+        else:
+            need = 0
+            for m in batch:
+                need += m.total
+        files = self.queue.files
         mf = files[-1] if files else None
-        if mf is None or mf.wrote_position >= mf.file_size:
-            try:
-                mf = q.get_last_file(0)
-            except OSError:
-                log.exception("cannot create a commit log segment")
-                return AppendResult(PutMessageStatus.CREATE_MAPPED_FILE_FAILED)
+        if mf is None or need + 8 > mf.file_size - mf.wrote_position:
+            mf = self._segment_for(mf, need)
+            if mf.__class__ is PutMessageStatus:
+                return mf
         pos = mf.wrote_position
-        if need + 8 > mf.file_size - pos:
-            BLANK.pack_into(mf.mm, pos, mf.file_size - pos, BLANK_MAGIC_CODE)
-            mf.wrote_position = mf.file_size
-            try:
-                mf = q.get_last_file(0)
-            except OSError:
-                log.exception("cannot create a commit log segment")
-                return AppendResult(PutMessageStatus.CREATE_MAPPED_FILE_FAILED)
-            pos = 0
         mm = mf.mm
         base = mf.start_offset
         table = self.topic_queue_table
@@ -219,20 +201,15 @@ class CommitLog:
         v4 = len(store_host) == 8
         pack_into = RECORD_HEADER_V4.pack_into
         requests = []
-        phys = []
-        first_phy = base + pos
-        first_qoff = -1
+        add = requests.append
         for m in batch:
-            topic, qid = m.topic, m.queue_id
-            tran = m.tran_type
+            topic, qid, tran = m.topic, m.queue_id, m.tran_type
             if tran == _NOT or tran == _COMMIT:
                 key = (topic, qid)
                 qoff = table.get(key, 0)
                 table[key] = qoff + 1
             else:
                 qoff = 0
-            if first_qoff < 0:
-                first_qoff = qoff
             total = m.total
             phy = base + pos
             body = m.body
@@ -244,20 +221,37 @@ class CommitLog:
                 pack_into(mm, pos, total, MESSAGE_MAGIC_CODE, m.crc, qid, m.flag, qoff, phy, m.sys_flag,
                           m.born_ts, m.born_host, store_ts, store_host, m.reconsume, m.prepared_tx, n)
             else:
-                rec = b"".join((
+                mm[pos:pos + total] = b"".join((
                     RECORD_PREFIX.pack(total, MESSAGE_MAGIC_CODE, m.crc, qid, m.flag, qoff, phy, m.sys_flag,
                                        m.born_ts),
                     m.born_host, _I64.pack(store_ts), store_host, _TAIL_V4.pack(m.reconsume, m.prepared_tx, n),
                     body, m.tail))
-                mm[pos:pos + total] = rec
             pos += total
-            phys.append(phy)
-            requests.append(_new(DispatchRequest, (topic, qid, qoff, phy, total,
-                                                   store_ts + m.delay_ms if m.delay_ms else m.tags_code,
-                                                   store_ts, m.keys, m.uniq_key, tran)))
+            delay = m.delay_ms
+            add(_new(DispatchRequest, (topic, qid, qoff, phy, total, store_ts + delay if delay else m.tags_code,
+                                       store_ts, m.keys, m.uniq_key, tran)))
         mf.wrote_position = pos
         self.last_store_timestamp = store_ts
-        return _new(AppendResult, (PutMessageStatus.PUT_OK, first_phy, need, first_qoff, store_ts, requests, phys))
+        return requests
+
+    def _segment_for(self, mf, need: int):
+        """The segment the next ``need`` bytes go to: closes the current one with a BLANK record when they
+        do not fit (a record never spans two segments) and opens the next."""
+        if need + 8 > self.file_size:
+            return PutMessageStatus.MESSAGE_ILLEGAL
+        q = self.queue
+        if mf is not None and mf.wrote_position < mf.file_size:
+            pos = mf.wrote_position
+            BLANK.pack_into(mf.mm, pos, mf.file_size - pos, BLANK_MAGIC_CODE)
+            mf.wrote_position = mf.file_size
+        try:
+            mf = q.get_last_file(0)
+        except OSError:
+            log.exception("cannot create a commit log segment")
+            return PutMessageStatus.CREATE_MAPPED_FILE_FAILED
+        if need + 8 > mf.file_size - mf.wrote_position:  # pragma: no cover - a fresh segment always fits
+            return PutMessageStatus.MESSAGE_ILLEGAL
+        return mf
 
     def msg_id(self, phy: int) -> str:
         return (self.store_host + _I64.pack(phy)).hex().upper()

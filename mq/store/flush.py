@@ -106,24 +106,38 @@ class AsyncFlushService(PeriodicService):
             self.run_once(force=True)
 
 
+class FlushWaiter:
+    """A non-blocking put waiting for its group commit: ``callback(result)`` runs once, in the flush thread
+    (or the watcher's, on timeout). Cheaper than a ``concurrent.futures.Future`` (no Condition per put)."""
+
+    __slots__ = ("callback", "done")
+
+    def __init__(self, callback: Callable[[PutMessageResult], None]) -> None:
+        self.callback = callback
+        self.done = False
+
+
 class FlushGroup:
     """The appends that one fdatasync will cover."""
 
-    __slots__ = ("event", "status", "futures", "created", "count")
+    __slots__ = ("event", "status", "futures", "created", "count", "lock")
 
     def __init__(self) -> None:
         self.event = threading.Event()
         self.status: PutMessageStatus | None = None
-        self.futures: list[tuple[concurrent.futures.Future, PutMessageResult]] = []
+        #: (Future or FlushWaiter, result) of the non-blocking puts in the group
+        self.futures: list[tuple[concurrent.futures.Future | FlushWaiter, PutMessageResult]] = []
         self.created = 0.0
         self.count = 0
+        #: serialises completion and the watcher's timeout answers
+        self.lock = threading.Lock()
 
     def complete(self, status: PutMessageStatus) -> None:
-        if self.status is None:
-            self.status = status
-        self.event.set()
-        for fut, res in self.futures:
-            _resolve(fut, res, status)
+        with self.lock:
+            if self.status is None:
+                self.status = status
+            self.event.set()
+            _resolve_all(self.futures, status)
 
     def wait(self, timeout: float) -> PutMessageStatus:
         if not self.event.wait(timeout):
@@ -131,12 +145,32 @@ class FlushGroup:
         return self.status or PutMessageStatus.FLUSH_DISK_TIMEOUT
 
 
+def _failed(res: PutMessageResult, status: PutMessageStatus) -> PutMessageResult:
+    return PutMessageResult(status, res.wrote_offset, res.wrote_bytes, res.queue_offset, res.phy_offsets,
+                            res.store_timestamp, res.msg_num, "flush did not complete", res.store_host)
+
+
+def _resolve_all(waiters: list, status: PutMessageStatus) -> None:
+    """Answer every waiter not answered yet; the caller holds the group's lock."""
+    ok = status is PutMessageStatus.PUT_OK
+    for w, res in waiters:
+        if w.__class__ is FlushWaiter:
+            if w.done:
+                continue
+            w.done = True
+            try:
+                w.callback(res if ok else _failed(res, status))
+            except Exception:
+                log.exception("put completion callback failed")
+        else:
+            _resolve(w, res, status)
+
+
 def _resolve(fut: concurrent.futures.Future, res: PutMessageResult, status: PutMessageStatus) -> None:
     if fut.done():
         return
     if status is not PutMessageStatus.PUT_OK:
-        res = PutMessageResult(status, res.wrote_offset, res.wrote_bytes, res.queue_offset, res.phy_offsets,
-                               res.store_timestamp, res.msg_num, "flush did not complete", res.store_host)
+        res = _failed(res, status)
     try:
         fut.set_result(res)
     except concurrent.futures.InvalidStateError:  # raced with the watcher
@@ -174,7 +208,9 @@ class GroupCommitService:
             g.created = time.monotonic()
         g.count += len(requests)
         self._pending.extend(requests)
-        self._wake.set()
+        wake = self._wake
+        if not wake.is_set():  # the flush thread clears it before it swaps the group out (under put_lock)
+            wake.set()
         return g
 
     @property
@@ -241,8 +277,9 @@ class GroupCommitService:
             limit = time.monotonic() - self.timeout_ms / 1000.0
             for g in list(self._inflight) + [self._group]:
                 if g.count and g.created < limit and g.futures and g.status is None:
-                    for fut, res in g.futures:
-                        _resolve(fut, res, PutMessageStatus.FLUSH_DISK_TIMEOUT)
+                    with g.lock:
+                        if g.status is None:
+                            _resolve_all(list(g.futures), PutMessageStatus.FLUSH_DISK_TIMEOUT)
 
     def stop(self) -> None:
         self._stopped = True

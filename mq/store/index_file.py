@@ -96,27 +96,56 @@ def _powers(n: int) -> list[int]:
     return _POW31
 
 
+_powers(1025)  # keys longer than 1024 units extend the table on first use
+
+
+def _hash_u32(s: str) -> int:
+    """Java ``String.hashCode()`` as an unsigned 32-bit value: over UTF-16 code units, computed in C
+    (``sum(map(mul, ...))`` of the reversed units against the powers of 31)."""
+    if s.isascii():
+        units: bytes | array = s.encode("ascii")
+    else:
+        units = array("H", s.encode(_UTF16_NATIVE, "surrogatepass"))  # Java strings may hold lone surrogates
+    n = len(units)
+    return sum(map(mul, units[::-1], _POW31 if n <= 1024 else _powers(n))) & 0xFFFFFFFF
+
+
 def _java_string_hash(s: str) -> int:
     """Java ``String.hashCode()``: over UTF-16 code units, with int32 wrap-around (signed result).
 
     Kept private rather than ``mq.common.tags.java_hash_code``: that one memoises (right for tags, which
     repeat), while index keys are mostly unique. Tests check the two agree.
     """
-    if s.isascii():
-        units: bytes | array = s.encode("ascii")
-    else:
-        units = array("H", s.encode(_UTF16_NATIVE, "surrogatepass"))  # Java strings may hold lone surrogates
-    h = sum(map(mul, units[::-1], _powers(len(units)))) & 0xFFFFFFFF
+    h = _hash_u32(s)
     return h - 0x100000000 if h & 0x80000000 else h
 
 
 _UTF16_NATIVE = "utf-16-le" if array("H", b"\x01\x00")[0] == 1 else "utf-16-be"
 
 
+def _abs_hash(h: int) -> int:
+    """``indexKeyHashMethod`` of an unsigned 32-bit hash: abs of the int32, Integer.MIN_VALUE -> 0."""
+    if h & 0x80000000:
+        return 0 if h == 0x80000000 else 0x100000000 - h
+    return h
+
+
+def prefixed_key_hash(prefix_hash: int, key: str) -> int:
+    """``index_key_hash(prefix + key)`` from the unsigned hash of ``prefix`` (``_hash_u32``): Java's hash is
+    a polynomial, so hash(p + k) = hash(p) * 31**len(k) + hash(k) (mod 2**32, len in UTF-16 units). Lets
+    the index hash ``topic#`` once per topic instead of once per key."""
+    if key.isascii():
+        units: bytes | array = key.encode("ascii")
+    else:
+        units = array("H", key.encode(_UTF16_NATIVE, "surrogatepass"))
+    n = len(units)
+    pw = _POW31 if n <= 1024 else _powers(n + 1)
+    return _abs_hash((prefix_hash * pw[n] + sum(map(mul, units[::-1], pw))) & 0xFFFFFFFF)
+
+
 def index_key_hash(key: str) -> int:
     """RocketMQ's ``indexKeyHashMethod``: ``abs(key.hashCode())``, with Integer.MIN_VALUE mapped to 0."""
-    h = _java_string_hash(key)
-    return 0 if h == -0x80000000 else abs(h)
+    return _abs_hash(_hash_u32(key))
 
 
 def build_key(topic: str, key: str) -> str:
@@ -272,35 +301,56 @@ class IndexFile:
         return self.put_hash(index_key_hash(key), phy_offset, store_timestamp)
 
     def put_hash(self, key_hash: int, phy_offset: int, store_timestamp: int) -> bool:
+        return self.put_hashes([(key_hash, phy_offset, store_timestamp)]) == 1
+
+    def put_hashes(self, items: list[tuple[int, int, int]], start: int = 0) -> int:
+        """Add ``items[start:]`` (key hash, phyOffset, storeTimestamp) in order while the file has room;
+        returns the index of the first item not added (``len(items)`` when all were). The header is written
+        once, after the last entry."""
         n = self.index_count
-        if n >= self.index_num:
-            return False
+        limit = self.index_num
+        end = len(items)
+        if start >= end or n >= limit:
+            return start
         mm = self._mm
-        slot_pos = HEADER_SIZE + (key_hash % self.hash_slot_num) * SLOT_SIZE
-        prev = _SLOT.unpack_from(mm, slot_pos)[0]
-        if prev <= INVALID_INDEX or prev > n:
-            prev = INVALID_INDEX
-        if n <= 1:
-            # First entry: it defines the file's start (see the module docstring for the Java quirk we skip).
-            self.begin_timestamp = store_timestamp
-            self.begin_phy_offset = phy_offset
-            time_diff = 0
-        elif self.begin_timestamp <= 0:
-            time_diff = 0
-        else:
-            delta = store_timestamp - self.begin_timestamp
-            time_diff = min(delta // 1000, _INT32_MAX) if delta > 0 else 0  # Java truncates; <0 clamps to 0
-        _ENTRY.pack_into(mm, self._entries_at + n * ENTRY_SIZE, key_hash, phy_offset, time_diff, prev)
-        _SLOT.pack_into(mm, slot_pos, n)
-        if prev == INVALID_INDEX:
-            self.hash_slot_count += 1
-        self.index_count = n + 1
-        self.end_phy_offset = phy_offset
-        self.end_timestamp = store_timestamp
-        _HEADER.pack_into(mm, 0, self.begin_timestamp, store_timestamp, self.begin_phy_offset, phy_offset,
-                          self.hash_slot_count, n + 1)
+        slots = self.hash_slot_num
+        base = self._entries_at
+        unpack_slot = _SLOT.unpack_from
+        pack_slot = _SLOT.pack_into
+        pack_entry = _ENTRY.pack_into
+        bt = self.begin_timestamp
+        hsc = self.hash_slot_count
+        i = start
+        while i < end and n < limit:
+            key_hash, phy, ts = items[i]
+            slot_pos = HEADER_SIZE + (key_hash % slots) * SLOT_SIZE
+            prev = unpack_slot(mm, slot_pos)[0]
+            if prev <= INVALID_INDEX or prev > n:
+                prev = INVALID_INDEX
+                hsc += 1
+            if n <= 1:
+                # First entry: it defines the file's start (see the module docstring for the Java quirk we skip).
+                bt = ts
+                self.begin_phy_offset = phy
+                time_diff = 0
+            elif bt <= 0:
+                time_diff = 0
+            else:
+                delta = ts - bt
+                time_diff = min(delta // 1000, _INT32_MAX) if delta > 0 else 0  # Java truncates; <0 clamps to 0
+            pack_entry(mm, base + n * ENTRY_SIZE, key_hash, phy, time_diff, prev)
+            pack_slot(mm, slot_pos, n)
+            n += 1
+            i += 1
+        _h, phy, ts = items[i - 1]
+        self.begin_timestamp = bt
+        self.hash_slot_count = hsc
+        self.index_count = n
+        self.end_phy_offset = phy
+        self.end_timestamp = ts
+        _HEADER.pack_into(mm, 0, bt, ts, self.begin_phy_offset, phy, hsc, n)
         self._dirty = True
-        return True
+        return i
 
     def truncate_from(self, phy_offset: int) -> int:
         """Undo the newest entries whose phyOffset >= ``phy_offset``; returns how many were removed.

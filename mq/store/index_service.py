@@ -27,9 +27,11 @@ import os
 import threading
 import time
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
-from mq.store.index_file import IndexFile, build_key, index_key_hash, is_index_file_name, next_file_name
+from mq.common.sysflag import TRANSACTION_ROLLBACK_TYPE as _ROLLBACK
+from mq.store.index_file import (IndexFile, _hash_u32, build_key, index_key_hash, is_index_file_name, next_file_name,
+                                 prefixed_key_hash)
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +58,7 @@ class IndexService:
         self._unflushed_full: list[IndexFile] = []
         self._index_msg_timestamp = 0
         self._last_indexed: int | None = None  # offset of the newest message that has entries
+        self._prefix_hashes: dict[str, int] = {}  # topic -> unsigned hash of "topic#"
         self._lock = threading.RLock()
         self._loaded = False
         self._closed = False
@@ -119,32 +122,64 @@ class IndexService:
         A message at or below the newest indexed offset is skipped (replay). The caller skips ROLLBACK
         transaction records (Java's dispatcher does).
         """
-        tokens = keys.split(" ") if keys else []
-        if "" in tokens:
-            tokens = [t for t in tokens if t]
+        items: list[tuple[int, int, int]] = []
+        self._add_items(items, topic, keys, uniq_key, phy_offset, store_timestamp)
+        return self._put_items(items) if items else 0
+
+    def build_batch(self, requests: Iterable[Any]) -> int:
+        """``build_index`` for many dispatched records (``DispatchRequest``-shaped: topic, keys, uniq_key,
+        phy_offset, store_timestamp, tran_type) in log order, skipping ROLLBACK records: keys are hashed
+        outside the lock, then written under one lock hold with one header write per file."""
+        items: list[tuple[int, int, int]] = []
+        add = self._add_items
+        for r in requests:
+            if (r.keys or r.uniq_key) and r.tran_type != _ROLLBACK:
+                add(items, r.topic, r.keys, r.uniq_key, r.phy_offset, r.store_timestamp)
+        return self._put_items(items) if items else 0
+
+    def _add_items(self, items: list[tuple[int, int, int]], topic: str, keys: str | None, uniq_key: str | None,
+                   phy: int, ts: int) -> None:
+        ph = self._prefix_hashes.get(topic)
+        if ph is None:
+            ph = _hash_u32(topic + "#")
+            if len(self._prefix_hashes) < 100_000:
+                self._prefix_hashes[topic] = ph
         if uniq_key:
-            tokens.insert(0, uniq_key)
-        if not tokens:
-            return 0
-        prefix = topic + "#"
-        hashes = [index_key_hash(prefix + t) for t in tokens]  # outside the lock: queries can run meanwhile
+            items.append((prefixed_key_hash(ph, uniq_key), phy, ts))
+        if keys:
+            for t in keys.split(" "):
+                if t:
+                    items.append((prefixed_key_hash(ph, t), phy, ts))
+
+    def _put_items(self, items: list[tuple[int, int, int]]) -> int:
+        """Write (hash, phyOffset, storeTimestamp) entries, ascending by offset, skipping replayed ones."""
         with self._lock:
             if self._closed or not self._loaded:
                 self._check_open()
-            last = self._last_indexed
-            if last is not None and phy_offset <= last:
-                return 0
             files = self._files
-            if files and phy_offset < files[-1].end_phy_offset:
-                return 0  # Java's own guard (an empty rolled file carries its predecessor's end offset)
+            # Replay guards (per message; offsets only grow, so everything after the first kept item is kept):
+            # at or below the newest indexed offset, and Java's own (an empty rolled file carries its
+            # predecessor's end offset).
+            last = self._last_indexed
+            floor = files[-1].end_phy_offset if files else 0
+            i = 0
+            end = len(items)
+            while i < end and ((last is not None and items[i][1] <= last) or items[i][1] < floor):
+                i += 1
+            if i == end:
+                return 0
+            start = i
             f = files[-1] if files and files[-1].index_count < self.max_index_num else self._roll()
-            for h in hashes:
-                if not f.put_hash(h, phy_offset, store_timestamp):
-                    f = self._roll()
-                    if not f.put_hash(h, phy_offset, store_timestamp):  # a fresh file always has room
-                        raise RuntimeError(f"new index file {f.name} refused an entry")
-            self._last_indexed = phy_offset
-            return len(tokens)
+            while True:
+                j = f.put_hashes(items, i)
+                if j == end:
+                    break
+                if j == i and f.index_count < self.max_index_num:  # a file with room always takes an entry
+                    raise RuntimeError(f"index file {f.name} refused an entry")
+                i = j
+                f = self._roll()
+            self._last_indexed = items[-1][1]
+            return end - start
 
     def _roll(self) -> IndexFile:
         prev = self._files[-1] if self._files else None

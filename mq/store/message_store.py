@@ -28,7 +28,8 @@ from mq.store.cleaner import Cleaner, DiskRatio, disk_used_ratio
 from mq.store.commit_log import CommitLog, Prepared
 from mq.store.consume_queue import CQ_UNIT, FILLER_SIZE, ConsumeQueueTable
 from mq.store.dispatcher import Dispatcher, IndexDispatcher, OnDispatch
-from mq.store.flush import AsyncFlushService, ConsumeQueueFlushService, GroupCommitService
+from mq.store.flush import (AsyncFlushService, ConsumeQueueFlushService, FlushGroup, FlushWaiter,
+                            GroupCommitService)
 from mq.store.index_service import IndexService
 from mq.store.recovery import RecoveryReport, rebuild_topic_queue_table, recover
 from mq.store.runtime_files import AbortFile, StoreLock
@@ -99,6 +100,7 @@ class MessageStore:
         self._running = False
         self._shutdown = False
         self._begin_in_lock = 0.0
+        self._slave = config.broker_role.upper() == "SLAVE"
         self._stats_thread: threading.Thread | None = None
         self._stop_stats = threading.Event()
         self._mem_limit = _total_ram() * config.access_message_in_memory_max_ratio // 100
@@ -230,7 +232,7 @@ class MessageStore:
     def _check_writable(self) -> tuple[PutMessageStatus, str] | None:
         if self._shutdown or not self._loaded:
             return _S.SERVICE_NOT_AVAILABLE, "message store is shut down" if self._shutdown else "not started"
-        if self.config.broker_role.upper() == "SLAVE":
+        if self._slave:
             return _S.SERVICE_NOT_AVAILABLE, "message store is a slave"
         if self.flush_error is not None:
             return _S.SERVICE_NOT_AVAILABLE, self.flush_error
@@ -247,6 +249,12 @@ class MessageStore:
             self.stats.put_failures += 1
             return PutMessageResult(bad[0], remark=bad[1])
         prepare = self.commit_log.prepare
+        if len(msgs) == 1:  # the common case: no batch checks
+            p = prepare(msgs[0])
+            if p.__class__ is PutMessageStatus:
+                self.stats.put_failures += 1
+                return PutMessageResult(p, remark=f"message to {msgs[0].topic} rejected: {p.name}")
+            return [p]
         out = []
         for m in msgs:
             p = prepare(m)
@@ -264,28 +272,39 @@ class MessageStore:
             return PutMessageResult(_S.MESSAGE_ILLEGAL, remark="empty batch")
         return out
 
-    def _append(self, prepared: list[Prepared], fut: concurrent.futures.Future | None):
+    def _append(self, prepared: list[Prepared], waiter: object = None) -> tuple[PutMessageResult, FlushGroup | None]:
+        """Append under the put lock; under SYNC_FLUSH join the current flush group (``waiter``, a Future or
+        a ``FlushWaiter``, is resolved when it completes), else dispatch at once."""
+        cl = self.commit_log
         with self.put_lock:
             self._begin_in_lock = time.monotonic()
             try:
-                ar = self.commit_log.append(prepared, int(self.now() * 1000))
-                if ar.status is not _S.PUT_OK:
-                    return PutMessageResult(ar.status, remark="append failed"), None
-                res = PutMessageResult(_S.PUT_OK, ar.first_phy, ar.wrote_bytes, ar.first_queue_offset,
-                                       ar.phy_offsets, ar.store_timestamp, len(prepared), "",
-                                       self.commit_log.store_host)
-                group = None
-                if self.group_commit is not None:
-                    group = self.group_commit.add(ar.requests)
-                    if fut is not None:
-                        group.futures.append((fut, res))
+                reqs = cl.append(prepared, int(self.now() * 1000))
+                if reqs.__class__ is PutMessageStatus:
+                    return PutMessageResult(reqs, remark="append failed"), None  # type: ignore[arg-type]
+                first = reqs[0]
+                if len(reqs) == 1:
+                    wrote = first.size
+                    phys = [first.phy_offset]
                 else:
-                    self.dispatcher.dispatch(ar.requests)
+                    last = reqs[-1]
+                    wrote = last.phy_offset + last.size - first.phy_offset
+                    phys = [r.phy_offset for r in reqs]
+                res = PutMessageResult(_S.PUT_OK, first.phy_offset, wrote, first.queue_offset, phys,
+                                       first.store_timestamp, len(reqs), "", cl.store_host)
+                gc = self.group_commit
+                if gc is not None:
+                    group = gc.add(reqs)
+                    if waiter is not None:
+                        group.futures.append((waiter, res))
+                else:
+                    group = None
+                    self.dispatcher.dispatch(reqs)
             finally:
                 self._begin_in_lock = 0.0
         st = self.stats
-        st.put_count += len(prepared)
-        st.put_bytes += ar.wrote_bytes
+        st.put_count += len(reqs)
+        st.put_bytes += wrote
         return res, group
 
     def put_messages(self, msgs: Sequence[MessageExtBrokerInner]) -> PutMessageResult:
@@ -294,7 +313,7 @@ class MessageStore:
         prepared = self._prepare(msgs)
         if prepared.__class__ is PutMessageResult:
             return prepared
-        res, group = self._append(prepared, None)
+        res, group = self._append(prepared)
         if group is not None and prepared[0].wait:
             status = group.wait(self.config.sync_flush_timeout / 1000.0)
             if status is not _S.PUT_OK:
@@ -305,19 +324,35 @@ class MessageStore:
     def put_message(self, msg: MessageExtBrokerInner) -> PutMessageResult:
         return self.put_messages((msg,))
 
+    def put_messages_nowait(self, msgs: Sequence[MessageExtBrokerInner],
+                            callback: Callable[[PutMessageResult], None] | None = None
+                            ) -> PutMessageResult | concurrent.futures.Future | None:
+        """Non-blocking put without a Future where none is needed (the broker's send path).
+
+        Returns the ``PutMessageResult`` when the answer is known at once (ASYNC_FLUSH, WAIT=false, a failed
+        precondition). Otherwise the put waits for its group commit: with ``callback`` it returns None and
+        ``callback(result)`` runs exactly once in the flush thread when the group completes (or times out);
+        without one it returns a ``concurrent.futures.Future`` of the result."""
+        prepared = self._prepare(msgs)
+        if prepared.__class__ is PutMessageResult:
+            return prepared
+        if self.group_commit is None or not prepared[0].wait:  # type: ignore[index]
+            return self._append(prepared)[0]  # type: ignore[arg-type]
+        waiter: object = FlushWaiter(callback) if callback is not None else concurrent.futures.Future()
+        res, group = self._append(prepared, waiter)  # type: ignore[arg-type]
+        if group is None:  # the append failed: nothing to wait for
+            return res
+        return None if callback is not None else waiter  # type: ignore[return-value]
+
     def put_messages_async(self, msgs: Sequence[MessageExtBrokerInner]) -> concurrent.futures.Future:
         """Non-blocking put: a Future resolved with the PutMessageResult once the group commit covering it
         completes (at once under ASYNC_FLUSH or for a failed precondition)."""
-        fut: concurrent.futures.Future = concurrent.futures.Future()
-        prepared = self._prepare(msgs)
-        if prepared.__class__ is PutMessageResult:
-            fut.set_result(prepared)
+        r = self.put_messages_nowait(msgs)
+        if r.__class__ is PutMessageResult:
+            fut: concurrent.futures.Future = concurrent.futures.Future()
+            fut.set_result(r)
             return fut
-        wait = self.group_commit is not None and prepared[0].wait
-        res, group = self._append(prepared, fut if wait else None)
-        if not wait or group is None:
-            fut.set_result(res)
-        return fut
+        return r  # type: ignore[return-value]
 
     def put_message_async(self, msg: MessageExtBrokerInner) -> concurrent.futures.Future:
         return self.put_messages_async((msg,))

@@ -77,6 +77,7 @@ class DropReason(str, enum.Enum):
     SEND_FAILED = "send_failed"  # the trace producer's send raised (timeout, broker refused, no route...)
     ENCODE_ERROR = "encode_error"  # the context could not be encoded (a bug in a hook)
     AFTER_SHUTDOWN = "after_shutdown"  # appended after shutdown() began
+    NOT_STARTED = "not_started"  # still queued at shutdown of a dispatcher that never started (start failed)
     SHUTDOWN_TIMEOUT = "shutdown_timeout"  # still unsent when shutdown's bounded wait ended
 
 
@@ -98,7 +99,7 @@ class DispatcherOptions:
 
 @dataclass(slots=True)
 class _Segment:
-    parts: list[bytes]
+    parts: list[str]  # encoded records; ``size`` counts their UTF-8 bytes
     keys: dict[str, None]
     size: int = 0
     keys_size: int = 0
@@ -230,11 +231,12 @@ class AsyncTraceDispatcher:
             await asyncio.wait({self._start_task}, timeout=self.options.shutdown_timeout)
         if self._started:
             if self._worker is not None:
-                self._worker.cancel()
-                try:
-                    await self._worker
-                except (asyncio.CancelledError, Exception):
-                    pass
+                assert self._wake is not None
+                self._wake.set()  # the worker sees _closing and returns
+                done, _ = await asyncio.wait({self._worker}, timeout=1.0)
+                if not done:
+                    self._worker.cancel()
+                    await asyncio.wait({self._worker}, timeout=1.0)
             await self.flush(timeout)
             for task in list(self._sends):
                 task.cancel()
@@ -244,10 +246,11 @@ class AsyncTraceDispatcher:
             left = list(self._queue)
             self._queue.clear()
             self._queued = 0
+        reason = DropReason.SHUTDOWN_TIMEOUT if self._started else DropReason.NOT_STARTED
         for ctx in left:
-            self._drop(DropReason.SHUTDOWN_TIMEOUT, len(ctx.beans))
+            self._drop(reason, len(ctx.beans))
         if self._segment.records:
-            self._drop(DropReason.SHUTDOWN_TIMEOUT, self._segment.records)
+            self._drop(reason, self._segment.records)
             self._in_segment = 0
             self._segment = self._new_segment()
         self._closed = True
@@ -345,11 +348,14 @@ class AsyncTraceDispatcher:
     async def _run(self) -> None:
         assert self._wake is not None
         opts = self.options
-        while True:
+        while not self._closing:
             try:
-                await asyncio.wait_for(self._wake.wait(), opts.poll_interval)
-            except asyncio.TimeoutError:
+                async with asyncio.timeout(opts.poll_interval):
+                    await self._wake.wait()
+            except TimeoutError:
                 pass
+            if self._closing:
+                return
             self._wake.clear()
             try:
                 self._drain_queue()
@@ -371,31 +377,33 @@ class AsyncTraceDispatcher:
                 self._queued -= n
                 self._in_segment += n
             try:
-                data = encode_context(ctx).encode("utf-8")
+                text = encode_context(ctx)
                 keys = trans_keys(ctx)
             except Exception as exc:
                 log.error("trace dispatcher %s cannot encode %r: %s", self.producer_group, ctx, exc)
                 self._in_segment -= n
                 self._drop(DropReason.ENCODE_ERROR, n, str(exc))
                 continue
-            seg = self._segment
-            new_keys = [k for k in keys if k not in seg.keys]
-            keys_size = sum(len(k.encode("utf-8")) + 1 for k in new_keys)
-            if len(data) > opts.max_body_bytes or sum(len(k.encode()) + 1 for k in keys) > opts.max_keys_bytes:
+            size = len(text) if text.isascii() else len(text.encode("utf-8"))
+            key_sizes = {k: (len(k) if k.isascii() else len(k.encode("utf-8"))) + 1 for k in keys}
+            if size > opts.max_body_bytes or sum(key_sizes.values()) > opts.max_keys_bytes:
                 self._in_segment -= n
                 self._drop(DropReason.OVERSIZE, n)
                 continue
-            if seg.records and (seg.size + len(data) > opts.max_body_bytes
+            seg = self._segment
+            new_keys = [k for k in keys if k not in seg.keys]
+            keys_size = sum(key_sizes[k] for k in new_keys)
+            if seg.records and (seg.size + size > opts.max_body_bytes
                                 or seg.keys_size + keys_size > opts.max_keys_bytes):
                 self._in_segment -= n  # not part of the segment being submitted
                 self._submit_segment()
                 self._in_segment += n
                 seg = self._segment
-                new_keys, keys_size = keys, sum(len(k.encode("utf-8")) + 1 for k in keys)
+                new_keys, keys_size = keys, sum(key_sizes.values())
             if not seg.records:
                 seg.first = time.monotonic()
-            seg.parts.append(data)
-            seg.size += len(data)
+            seg.parts.append(text)
+            seg.size += size
             for k in new_keys:
                 seg.keys[k] = None
             seg.keys_size += keys_size
@@ -420,13 +428,14 @@ class AsyncTraceDispatcher:
 
     async def _send(self, seg: _Segment) -> None:
         assert self._slots is not None and self._sender is not None
-        body = b"".join(seg.parts)
+        body = "".join(seg.parts).encode("utf-8")
         msg = Message(topic=self.trace_topic, body=body)
         msg.properties[P.KEYS] = KEY_SEPARATOR.join(seg.keys)
         outcome: tuple[DropReason, str] | None = None
         try:
             async with self._slots:
-                await asyncio.wait_for(self._sender(msg), self.options.send_timeout + 1.0)
+                async with asyncio.timeout(self.options.send_timeout + 1.0):
+                    await self._sender(msg)
         except asyncio.CancelledError:
             outcome = (DropReason.SHUTDOWN_TIMEOUT, "")
             raise

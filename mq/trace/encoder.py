@@ -82,6 +82,11 @@ _ENUMS = (MessageType, LocalTransactionState, TraceType)
 
 def _j(value: object) -> str:
     """Java ``StringBuilder.append`` of a value."""
+    t = type(value)  # fast paths first: most fields are plain str or int (bool and enums are not exactly these)
+    if t is str:
+        return value  # type: ignore[return-value]
+    if t is int:
+        return str(value)
     if value is None:
         return "null"
     if value is True:

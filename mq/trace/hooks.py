@@ -70,9 +70,8 @@ def _now_ms() -> int:
 
 
 def _ensure_started(sink: Any) -> None:
-    start = getattr(sink, "ensure_started", None)
-    if start is not None:
-        start()
+    if not getattr(sink, "started", True):
+        sink.ensure_started()
 
 
 def message_type(msg: Message) -> MessageType:
@@ -222,7 +221,10 @@ class ConsumeTraceHook:
 
 @dataclass(slots=True)
 class EndTransactionContext:
-    """What a transaction producer reports when it ends a transaction (Java ``EndTransactionContext``)."""
+    """What a transaction producer reports when it ends a transaction (Java ``EndTransactionContext``).
+
+    The hook only reads these attributes, so the client may pass its own object with the same fields (the
+    client must not import ``mq.trace``); ``state`` may be any enum whose values are the Java names."""
 
     producer_group: str
     message: Message
@@ -248,7 +250,7 @@ class EndTransactionTraceHook:
         msg = ctx.message
         if msg.topic.startswith(self.sink.trace_topic):
             return
-        state = ctx.state if isinstance(ctx.state, LocalTransactionState) else LocalTransactionState(ctx.state)
+        state = LocalTransactionState(getattr(ctx.state, "value", ctx.state))  # any enum with the Java names
         bean = TraceBean(
             topic=msg.topic, msg_id=ctx.msg_id, tags=msg.tags, keys=msg.keys, store_host=ctx.broker_addr,
             msg_type=MessageType.Trans_msg_Commit, transaction_id=ctx.transaction_id, transaction_state=state,

@@ -315,18 +315,52 @@ async def _group_note(admin: Any, masters: dict[str, str], trace: MessageTrace, 
         return f"stored but not consumed by {group} (no trace record; consume stats unavailable: {exc})"
     ow = stats.offset_table.get(MessageQueue(trace.topic or "", st.broker, st.queue_id))
     if ow is not None and ow.consumer_offset > st.queue_offset:
-        return (f"consumed by {group} without a trace record (its offset {ow.consumer_offset} is past the "
-                f"message's {st.queue_offset}): that group may not have tracing on")
+        return (f"passed by {group} without a trace record (its offset {ow.consumer_offset} is past the "
+                f"message's {st.queue_offset}): consumed with tracing off, or skipped (e.g. it started from LAST)")
     offset = ow.consumer_offset if ow is not None else -1
     return (f"stored but not consumed by {group} (no trace record; consumer offset {offset} <= message offset "
             f"{st.queue_offset})")
+
+
+async def uniq_key_of_offset_msg_id(admin: Any, msg_id: str) -> str | None:
+    """The UNIQ_KEY of the message an offsetMsgId points at, when ``msg_id`` decodes to the address of a known
+    broker (a UNIQ_KEY decodes to a random address: never contacted), else None."""
+    from mq.common.msg_id import decode_offset_msg_id
+
+    try:
+        (ip, port), _offset = decode_offset_msg_id(msg_id)
+        known = set((await admin.master_addrs()).values())
+    except (MQError, ValueError):
+        return None
+    host = f"[{ip}]" if ":" in ip else ip
+    if f"{host}:{port}" not in known:
+        return None
+    try:
+        msg = await admin.view_message_by_offset_msg_id(msg_id)
+    except MQError:
+        return None
+    return msg.properties.get(P.UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
 
 
 async def query_trace(admin: Any, msg_id: str, *, topic: str | None = None,
                       trace_topic: str | None = None, max_num: int = DEFAULT_MAX_NUM,
                       check_groups: bool = True) -> MessageTrace:
     """Fetch and assemble the path of ``msg_id`` with an ``MQAdmin``. Raises MQError when the trace topic has
-    no route; a message with no records gives a ``MessageTrace`` whose ``found`` is False."""
+    no route; a message with no records gives a ``MessageTrace`` whose ``found`` is False. Traces are indexed
+    by the client id (UNIQ_KEY); given a broker offsetMsgId with no record, the message's UNIQ_KEY is followed."""
+    trace = await _query_trace(admin, msg_id, topic=topic, trace_topic=trace_topic, max_num=max_num,
+                               check_groups=check_groups)
+    if not trace.found:
+        uniq = await uniq_key_of_offset_msg_id(admin, msg_id)
+        if uniq and uniq != msg_id:
+            trace = await _query_trace(admin, uniq, topic=topic, trace_topic=trace_topic, max_num=max_num,
+                                       check_groups=check_groups)
+            trace.notes.insert(0, {"group": "", "note": f"{msg_id} is an offsetMsgId: followed its UNIQ_KEY {uniq}"})
+    return trace
+
+
+async def _query_trace(admin: Any, msg_id: str, *, topic: str | None, trace_topic: str | None, max_num: int,
+                       check_groups: bool) -> MessageTrace:
     trace_topic = trace_topic or RMQ_SYS_TRACE_TOPIC
     try:
         masters = await admin.topic_master_addrs(trace_topic)

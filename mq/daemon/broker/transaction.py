@@ -63,7 +63,8 @@ HALF_QUEUE = 0
 MAX_PASS_SECONDS = 60.0
 #: Most op records read per pass.
 MAX_OPS_PER_PASS = 200_000
-#: Half messages remembered as resolved (guards against a late second END_TRANSACTION re-committing).
+#: Transactions remembered as resolved: a late END_TRANSACTION for another copy of the half message (each check
+#: re-appends one) must not commit it a second time.
 RESOLVED_MEMORY = 100_000
 
 
@@ -83,7 +84,8 @@ class TransactionalMessageService:
         self._rr = itertools.count()
         self._task: asyncio.Task | None = None
         self._wake = asyncio.Event()
-        self.resolved: OrderedDict[int, int] = OrderedDict()  # half phy offset -> op queue offset
+        #: UNIQ_KEY (else phy offset) of recently resolved half messages -> op queue offset
+        self.resolved: OrderedDict[str, int] = OrderedDict()
         self.passes = 0
 
     # -- lifecycle ---------------------------------------------------------------------------------------
@@ -121,8 +123,13 @@ class TransactionalMessageService:
                 log.exception("transaction check pass failed")
 
     # -- op records --------------------------------------------------------------------------------------
-    def already_resolved(self, half_phy: int) -> bool:
-        return half_phy in self.resolved
+    @staticmethod
+    def _key(half: MessageExt) -> str:
+        return half.properties.get(P.UNIQ_CLIENT_MESSAGE_ID_KEYIDX) or f"@{half.commit_log_offset}"
+
+    def already_resolved(self, half: MessageExt) -> bool:
+        """True when this transaction (any copy of its half message) was committed or rolled back lately."""
+        return self._key(half) in self.resolved
 
     async def write_op(self, half: MessageExt) -> bool:
         """Record that ``half`` is resolved (commit or rollback)."""
@@ -137,7 +144,7 @@ class TransactionalMessageService:
         if res.status not in STORED:
             log.warning("op record for half offset %d not stored: %s", half.queue_offset, res.status.name)
             return False
-        self.resolved[half.commit_log_offset] = res.queue_offset
+        self.resolved[self._key(half)] = res.queue_offset
         while len(self.resolved) > RESOLVED_MEMORY:
             self.resolved.popitem(last=False)
         return True

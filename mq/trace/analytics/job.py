@@ -82,6 +82,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--top-ids", type=int, default=100, help="ids listed in report.json per anomaly list")
     p.add_argument("--shuffle-partitions", type=int, default=0, help="0: twice the default parallelism")
     p.add_argument("--no-compare", action="store_true", help="skip the previous-window regressions")
+    p.add_argument("--no-tables", action="store_true", help="only report.json (no Parquet/CSV per section)")
     p.add_argument("--out", required=True)
     a = p.parse_args(argv)
     if a.input_format == "live" and not a.namesrv:
@@ -184,7 +185,9 @@ class _Writer:
     CSV is written from the collected rows on the driver (no second Spark job).
     """
 
-    def __init__(self, spark: SparkSession, out: str, progress: Progress, threads: int = 4) -> None:
+    def __init__(self, spark: SparkSession, out: str, progress: Progress, threads: int = 4,
+                 write: bool = True) -> None:
+        self.write = write
         self.spark = spark
         self.out = out
         self.progress = progress
@@ -194,6 +197,8 @@ class _Writer:
 
     def _one(self, name: str, df: DataFrame) -> list[dict[str, Any]]:
         rows = df.collect()
+        if not self.write:
+            return [r.asDict(recursive=True) for r in rows]
         rel = os.path.join("tables", name)
         self.spark.createDataFrame(rows, df.schema).coalesce(1).write.mode("overwrite").parquet(
             os.path.join(self.out, rel)
@@ -356,7 +361,7 @@ def analyze(spark: SparkSession, args: argparse.Namespace, progress: Progress) -
         ]  # fmt: skip
         tables["regressions"] = T.order_regressions(frames, top)
         progress("prepare_previous")
-    w = _Writer(spark, args.out, progress)
+    w = _Writer(spark, args.out, progress, write=not args.no_tables)
     r = w.run(tables)
     progress("tables")
     loaded.unpersist()
@@ -408,8 +413,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     progress = Progress()
     spark = build_session()
-    parts = args.shuffle_partitions or 2 * spark.sparkContext.defaultParallelism
-    spark.conf.set("spark.sql.shuffle.partitions", str(parts))
+    if args.shuffle_partitions or not spark.sparkContext.getConf().contains("spark.sql.shuffle.partitions"):
+        parts = args.shuffle_partitions or 2 * spark.sparkContext.defaultParallelism
+        spark.conf.set("spark.sql.shuffle.partitions", str(parts))
     progress("session")
     os.makedirs(args.out, exist_ok=True)
     result = export(spark, args, progress) if args.mode == "export" else analyze(spark, args, progress)

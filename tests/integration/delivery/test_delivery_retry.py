@@ -43,7 +43,9 @@ def test_succeeds_on_third_attempt(namesrv, broker_factory, run, client_config):
                 await c.shutdown()
             return res
 
+    t0 = time.monotonic()
     res = run(go(), 60)
+    print('ATTEMPTS', [round(a[0] - t0, 2) for a in attempts])
     assert len(attempts) == 3
     assert [a[1] for a in attempts] == [0, 1, 2]
     # the consumer sees the original topic again (RETRY_TOPIC restored)
@@ -125,3 +127,62 @@ def test_send_back_rules(broker, run, client):
     assert parked.reconsume_times == 1
     dead = decode_record(store.get_message("x", "%DLQ%CG_R3", 0, 0, 1).buffers[0])
     assert dead.reconsume_times == 1 and dead.properties[P.RETRY_TOPIC] == "TopicR3"
+
+
+def _cli(namesrv, *args: str):
+    from click.testing import CliRunner
+
+    from mq.cli.main import cli
+
+    return asyncio.to_thread(CliRunner().invoke, cli, ["-n", namesrv.address, *args], catch_exceptions=False)
+
+
+def test_dlq_list_and_resend_brings_it_back(namesrv, broker_factory, run, client_config):
+    import json
+
+    broker = broker_factory(message_delay_level=FAST_LEVELS)
+    attempts: list[tuple[str, int]] = []
+    healed = asyncio.Event()
+    marks = [time.monotonic()]
+
+    def listener(msgs, ctx):
+        m = msgs[0]
+        attempts.append((m.topic, m.reconsume_times))
+        marks.append(time.monotonic())
+        if m.body == b"poison" and not healed.is_set():
+            return ConsumeStatus.RECONSUME_LATER
+        return ConsumeStatus.CONSUME_SUCCESS
+
+    async def go():
+        await make_topic(broker, "TopicR4")
+        async with Producer(ProducerConfig(group="PG_R4"), client_config()) as p:
+            res = await p.send(Message("TopicR4", b"poison", properties={P.TAGS: "bad"}))
+            c = PushConsumer(ConsumerConfig(group="CG_R4", consume_from_where="FIRST", max_reconsume_times=1),
+                             listener, client_config())
+            c.subscribe("TopicR4", "*")
+            await c.start()
+            try:
+                await wait_for(lambda: broker.store.get_max_offset("%DLQ%CG_R4", 0) >= 1, 30)
+                await broker.register_all(force=True)
+                listed = await _cli(namesrv, "dlq", "list", "-g", "CG_R4", "--json")
+                assert listed.exit_code == 0, listed.output
+                table = await _cli(namesrv, "dlq", "list", "-g", "CG_R4")
+                assert table.exit_code == 0 and "Dead letters of CG_R4 (1)" in table.output
+                marks.append(time.monotonic())
+                healed.set()  # the bug is fixed: the next delivery succeeds
+                n = len(attempts)
+                resent = await _cli(namesrv, "dlq", "resend", "-g", "CG_R4", "-i", res.msg_id, "--json")
+                assert resent.exit_code == 0, resent.output
+                await wait_for(lambda: len(attempts) > n, 20)
+            finally:
+                await c.shutdown()
+            return res, json.loads(listed.output), json.loads(resent.output)
+
+    res, listed, resent = run(go(), 90)
+    print("MARKS", [round(t - marks[0], 2) for t in marks])
+    assert listed["count"] == 1
+    dead = listed["messages"][0]
+    assert dead["msgId"] == res.msg_id and dead["failures"] == 2 and dead["originalTopic"] == "TopicR4"
+    assert resent["resent"][0]["to"] == "%RETRY%CG_R4" and resent["resent"][0]["msgId"] == res.msg_id
+    # the consumer got it again, under its original topic, with a fresh retry count
+    assert attempts[-1] == ("TopicR4", 0)

@@ -16,6 +16,9 @@ from mq.client.producer import Producer
 from mq.common import properties as P
 from mq.common.message import Message
 from mq.config import ConsumerConfig, ProducerConfig
+from mq.protocol import headers as h
+from mq.protocol.codes import RequestCode
+from mq.protocol.command import RemotingCommand
 from mq.trace.context import RMQ_SYS_TRACE_TOPIC
 from mq.trace.dispatcher import DispatcherOptions
 from mq.trace.enable import enable_trace
@@ -115,7 +118,8 @@ def test_trace_end_to_end(run, namesrv, broker_factory, client_config):
         consumers = []
         for group, listener in (("CG_TRACE_OK", ok), ("CG_TRACE_FLAKY", flaky)):
             c = PushConsumer(ConsumerConfig(group=group, consume_from_where="FIRST", local_retry_delay=0.2),
-                             listener, client_config())
+                             # the %RETRY% route appears a moment after the group does: re-check every second
+                             listener, client_config(rebalance_interval=1.0, poll_name_server_interval=1.0))
             c.subscribe(TOPIC)
             enable_trace(c, dispatcher_options=FAST)
             if listener is flaky and not send_back:
@@ -132,9 +136,16 @@ def test_trace_end_to_end(run, namesrv, broker_factory, client_config):
             single_tr = await traced_path(admin, single.msg_id, {"CG_TRACE_OK", "CG_TRACE_FLAKY"})
             batch_trs = [await traced_path(admin, i, {"CG_TRACE_OK", "CG_TRACE_FLAKY"}) for i in batch_ids]
             route = await admin.topic_route(RMQ_SYS_TRACE_TOPIC)
-        return single, batch_ids, stats, single_tr, batch_trs, route
+            # a group that knows the topic but has not reached the message, and one that passed it untraced
+            for group, offset in (("CG_TRACE_LAGGING", single.queue_offset), ("CG_UNTRACED", single.queue_offset + 1)):
+                hdr = h.UpdateConsumerOffsetRequestHeader(consumer_group=group, topic=TOPIC,
+                                                          queue_id=single.queue.queue_id, commit_offset=offset)
+                await admin.call_broker(broker.address, RemotingCommand.request(
+                    RequestCode.UPDATE_CONSUMER_OFFSET, hdr.to_ext()))
+            notes = (await query_trace(admin, single.msg_id)).notes
+        return single, batch_ids, stats, single_tr, batch_trs, route, notes
 
-    single, batch_ids, stats, tr, batch_trs, route = run(main(), timeout=90)
+    single, batch_ids, stats, tr, batch_trs, route, notes = run(main(), timeout=90)
 
     # the broker pre-created the trace topic with 1 read / 1 write queue
     assert [(q.read_queue_nums, q.write_queue_nums) for q in route.queue_datas] == [(1, 1)]
@@ -165,6 +176,10 @@ def test_trace_end_to_end(run, namesrv, broker_factory, client_config):
             assert 0 <= a.cost_ms < 5000 and a.begin <= a.end and a.client_host == "127.0.0.1"
     assert flaky[0].end <= flaky[1].begin
     assert tr.incomplete == [] and tr.notes == []
+    # groups subscribed to the topic that left no record
+    assert [n["group"] for n in notes] == ["CG_TRACE_LAGGING", "CG_UNTRACED"]
+    assert notes[0]["note"].startswith("stored but not consumed by CG_TRACE_LAGGING")
+    assert notes[1]["note"].startswith("passed by CG_UNTRACED without a trace record")
     # batch send: one Pub per member, each with its own id
     for msg_id, btr in zip(batch_ids, batch_trs):
         (bpub,) = btr.pubs
@@ -192,5 +207,93 @@ def test_trace_end_to_end(run, namesrv, broker_factory, client_config):
     assert [(a["status"], a["retry_times"]) for a in jg["CG_TRACE_FLAKY"]["attempts"]] == [("failed", 0),
                                                                                           ("success", 1)]
     assert jg["CG_TRACE_FLAKY"]["attempts"][1]["cost_ms"] == flaky[1].cost_ms
+    # a broker offsetMsgId is followed to the message's UNIQ_KEY (traces are indexed by the latter)
+    res = mq("trace", "-i", single.offset_msg_id, "--json")
+    assert res.exit_code == 0, (res.output, res.exception)
+    data = json.loads(res.stdout)
+    assert data["msg_id"] == single.msg_id and "is an offsetMsgId" in data["notes"][0]["note"]
     res = mq("trace", "-i", "0" * 32, "--json", "--no-groups")
     assert res.exit_code == 2 and json.loads(res.stdout)["found"] is False
+
+
+def test_custom_trace_topic_sync_facade_and_send_failures_counted(run, namesrv, broker_factory, client_config):
+    """A customized trace topic (auto-created through TBW102) found with --trace-topic; the synchronous facade
+    is traced too; a trace topic the broker refuses makes every trace send fail, counted as send_failed."""
+    from mq.client.sync import LoopThread, SyncProducer
+    from mq.errors import TopicNotExistError
+
+    broker = broker_factory()
+    ns = namesrv.address
+
+    def sync_part():
+        lt = LoopThread("trace-sync-test")
+        try:
+            p = SyncProducer(ProducerConfig(group="PG_TRACE_SYNC"), client_config(), loop=lt)
+            disp = enable_trace(p, "MY_TRACE_TOPIC", dispatcher_options=FAST)
+            p.start()
+            r = p.send(Message(TOPIC, b"sync"))
+            bad = SyncProducer(ProducerConfig(group="PG_TRACE_BAD"), client_config(), loop=lt)
+            # the broker refuses sends to its schedule topic (NO_PERMISSION): every trace send fails
+            bad_disp = enable_trace(bad, "SCHEDULE_TOPIC_XXXX", dispatcher_options=FAST)
+            bad.start()
+            bad.send(Message(TOPIC, b"untraceable"))
+            p.shutdown()
+            bad.shutdown()
+            return r, disp.stats(), bad_disp.stats()
+        finally:
+            lt.stop()
+
+    async def main():
+        r, stats, bad_stats = await asyncio.to_thread(sync_part)
+        async with MQAdmin([ns]) as admin:
+            deadline = asyncio.get_running_loop().time() + 15
+            while True:
+                try:
+                    tr = await query_trace(admin, r.msg_id, trace_topic="MY_TRACE_TOPIC")
+                except TopicNotExistError:  # auto-created: registered with the name server shortly after
+                    if asyncio.get_running_loop().time() > deadline:
+                        raise
+                    await broker.register_all(force=True)
+                    continue
+                if tr.pubs or asyncio.get_running_loop().time() > deadline:
+                    break
+                await asyncio.sleep(0.2)
+        return r, stats, bad_stats, tr
+
+    r, stats, bad_stats, tr = run(main(), timeout=60)
+    assert stats["sent"] == stats["offered"] == 1 and stats["traceTopic"] == "MY_TRACE_TOPIC"
+    assert [p.group for p in tr.pubs] == ["PG_TRACE_SYNC"] and tr.trace_topic == "MY_TRACE_TOPIC"
+    assert bad_stats["offered"] == 1 and bad_stats["droppedByReason"] == {"send_failed": 1}
+    assert bad_stats["sent"] == 0 and bad_stats["lastError"]
+
+
+def test_cli_send_and_consume_with_trace_flag(run, namesrv, broker_factory):
+    """`mq send --trace` and `mq consume --trace`, then `mq trace -i` shows the Pub and the group."""
+    broker = broker_factory(trace_topic_enable=True)
+    runner = CliRunner()
+
+    def mq(*args):
+        return runner.invoke(mq_cli, ["-n", namesrv.address, *args], env={"COLUMNS": "250"})
+
+    async def main():
+        res = await asyncio.to_thread(mq, "send", "-t", "TraceCliTopic", "--body", "hi", "--keys", "cli-k",
+                                      "--trace", "--json")
+        assert res.exit_code == 0, (res.output, res.exception)
+        msg_id = json.loads(res.stdout)["msgId"]
+        await broker.register_all(force=True)
+        res = await asyncio.to_thread(mq, "consume", "-t", "TraceCliTopic", "-g", "CG_TRACE_CLI", "--from", "first",
+                                      "--count", "1", "--timeout", "20", "--trace", "--json")
+        assert res.exit_code == 0, (res.output, res.exception)
+        deadline = asyncio.get_running_loop().time() + 15
+        while True:
+            res = await asyncio.to_thread(mq, "trace", "-i", msg_id, "--json")
+            data = json.loads(res.stdout) if res.exit_code in (0, 2) else None
+            if data and data["pubs"] and [g["status"] for g in data["groups"]] == ["consumed"]:
+                return msg_id, data
+            if asyncio.get_running_loop().time() > deadline:
+                raise AssertionError((res.output, res.exception))
+            await asyncio.sleep(0.2)
+
+    msg_id, data = run(main(), timeout=60)
+    assert data["pubs"][0]["group"] == "MQ_CLI_PRODUCER" and data["pubs"][0]["keys"] == "cli-k"
+    assert data["groups"][0]["group"] == "CG_TRACE_CLI" and data["groups"][0]["attempts"][0]["retry_times"] == 0

@@ -185,3 +185,44 @@ def test_group_name_and_topic() -> None:
     assert AsyncTraceDispatcher("CG", "CONSUME", trace_topic="MyTrace").trace_topic == "MyTrace"
     with pytest.raises(ValueError):
         AsyncTraceDispatcher("CG", "OTHER")
+
+
+def test_never_started_dispatcher_counts_its_queue_at_shutdown() -> None:
+    async def main():
+        d = AsyncTraceDispatcher("PG", sender=Recorder(), options=DispatcherOptions(**FAST))
+        for i in range(3):
+            d.append(sub_before(i, 2))
+        return await d.shutdown()
+
+    stats = asyncio.run(main())
+    assert stats["droppedByReason"] == {"not_started": 6} and stats["offered"] == 6 and stats["pending"] == 0
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=60, deadline=None)
+@given(sizes=st.lists(st.tuples(st.integers(0, 400), st.integers(1, 6)), min_size=1, max_size=40),
+       max_body=st.integers(150, 3000), max_keys=st.integers(40, 400))
+def test_every_record_is_sent_once_or_counted_dropped(sizes, max_body, max_keys) -> None:
+    """Random record sizes and limits: every message within both limits, each record stored at most once, and
+    offered == stored + dropped (oversize only)."""
+    ctxs = [pub(i, keys=" ".join(f"k{i}_{j}" for j in range(nk)), pad=pad) for i, (pad, nk) in enumerate(sizes)]
+
+    async def main():
+        rec = Recorder()
+        d = AsyncTraceDispatcher("PG", sender=rec, options=DispatcherOptions(
+            max_body_bytes=max_body, max_keys_bytes=max_keys, max_pending_batches=10_000, **FAST))
+        await d.start()
+        for c in ctxs:
+            d.append(c)
+        return rec, await d.shutdown()
+
+    rec, stats = asyncio.run(main())
+    got = [c.bean.msg_id for c in rec.records()]
+    assert len(got) == len(set(got)) == stats["sent"]
+    assert stats["offered"] == len(ctxs) == stats["sent"] + stats["dropped"]
+    assert set(stats["droppedByReason"]) <= {"oversize"}
+    for m in rec.messages:
+        assert len(m.body) <= max_body and len(m.properties[P.KEYS]) + 1 <= max_keys

@@ -198,3 +198,18 @@ def test_java_body_with_every_type_decodes_and_our_encoding_matches() -> None:
 def test_consumed_msg_id_prefers_unique_key() -> None:
     assert consumed_msg_id(consumed("U1")) == "U1"
     assert consumed_msg_id(consumed(None)) == OFF
+
+
+def test_end_transaction_accepts_the_clients_own_context_and_state_enum() -> None:
+    from types import SimpleNamespace
+
+    from mq.client.transaction import LocalTransactionState as ClientState
+
+    sink = Sink()
+    hook = EndTransactionTraceHook(sink, clock=Clock(5))
+    ctx = SimpleNamespace(producer_group="PG", message=Message("TopicTest", b"x"), broker_addr=BROKER, msg_id=MID,
+                          transaction_id=MID, state=ClientState.UNKNOW, from_transaction_check=True)
+    hook.end_transaction(ctx)
+    (c,) = sink.contexts
+    assert c.bean.transaction_state is LocalTransactionState.UNKNOW and c.bean.from_transaction_check
+    assert encode_context(c).split(S)[11:] == ["UNKNOW", "true" + T]

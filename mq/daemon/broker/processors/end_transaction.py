@@ -14,8 +14,9 @@ fromTransactionCheck, msgId, transactionId. Usually sent oneway; a response is w
   code follows the put status. A commit carrying an arbitrary-delay property goes through the timer;
 - ROLLBACK: only the op record, then SUCCESS.
 
-A half message this broker already resolved (remembered by phy offset) is answered SUCCESS without a second put:
-a late answer to a check must not commit the message twice.
+A transaction this broker resolved lately (remembered by UNIQ_KEY: each check re-appends a copy of the half
+message, with new offsets) is answered SUCCESS with only an op record for this copy: a late answer to an
+earlier check must not commit the message twice.
 """
 
 from __future__ import annotations
@@ -79,7 +80,8 @@ class EndTransactionProcessor:
         if half.commit_log_offset != h.commit_log_offset:
             return cmd.response(RC.SYSTEM_ERROR, "The commit log offset wrong")
         svc = c.transaction_service
-        if svc.already_resolved(half.commit_log_offset):
+        if svc.already_resolved(half):
+            await svc.write_op(half)  # this copy is settled too: no more checks of it
             return cmd.response(RC.SUCCESS)
         if kind == SF.TRANSACTION_ROLLBACK_TYPE:
             if not await svc.write_op(half):

@@ -12,10 +12,10 @@ Properties: the string is stored as sent, except that ``WAIT`` is cut out and ``
 
 Batches: the ``m`` flag (``true`` or the C++ client's ``1``: our choice, so C++ batches work) or code 320.
 
-The put never blocks the event loop: ``put_messages_async`` appends at once; under ASYNC_FLUSH its future is
-already done and the response is written in the same step; under SYNC_FLUSH the response is sent from the
-future's callback (through ``LoopPoster``) when the group commit returns, so the worker is free for the next
-send. Past ``maxPendingFlushAcks`` such sends the worker awaits the flush instead (backpressure).
+The put never blocks the event loop: ``put_messages_nowait`` appends at once; under ASYNC_FLUSH it returns the
+result and the response is written in the same step; under SYNC_FLUSH the store calls back from its flush
+thread when the group commit returns and the response is sent through ``LoopPoster`` (one loop wake-up per
+burst), so the worker is free for the next send. Past ``maxPendingFlushAcks`` such sends the worker awaits the flush instead (backpressure).
 """
 
 from __future__ import annotations
@@ -109,6 +109,10 @@ def put_status_response(cmd: RemotingCommand, res: PutMessageResult, max_size: i
     return cmd.response(RC.SYSTEM_ERROR, st.name)
 
 
+def _ignore(_res: PutMessageResult) -> None:
+    """Completion of a oneway send under SYNC_FLUSH: nobody waits for it."""
+
+
 class _Wait:
     """The store accepted the put but the answer must wait for its flush (backpressure)."""
 
@@ -170,22 +174,29 @@ class SendProcessor:
         if prepared.__class__ is RemotingCommand:
             return prepared
         msgs, queue_id = prepared  # type: ignore[misc]
-        fut = self.c.store.put_messages_async(msgs)
-        if fut.done():
-            return self._response(cmd, fut.result(), queue_id)
+        store = self.c.store
+        # put_messages_nowait: the result itself when the answer is known now (ASYNC_FLUSH), else the store
+        # calls back from its flush thread when the group commit covering the put completes (no Future).
         if cmd.flag & 2:  # oneway: nobody waits for the answer
-            return None
+            res = store.put_messages_nowait(msgs, _ignore)
+            return self._response(cmd, res, queue_id) if res is not None else None
         if self.pending_acks < self.max_pending:
-            self.pending_acks += 1
             poster = self.c.poster
-            fut.add_done_callback(lambda f: poster.post(self._late_reply, conn, cmd, f, queue_id))
-            return None
-        return _Wait(fut, queue_id)
+            res = store.put_messages_nowait(
+                msgs, lambda r: poster.post(self._late_reply, conn, cmd, r, queue_id))
+            if res is None:
+                self.pending_acks += 1  # the reply is posted to this (the loop) thread: it runs after this
+                return None
+            return self._response(cmd, res, queue_id)
+        res = store.put_messages_nowait(msgs)
+        if res.__class__ is PutMessageResult:
+            return self._response(cmd, res, queue_id)
+        return _Wait(res, queue_id)
 
-    def _late_reply(self, conn: Any, cmd: RemotingCommand, fut: Any, queue_id: int) -> None:
+    def _late_reply(self, conn: Any, cmd: RemotingCommand, res: PutMessageResult, queue_id: int) -> None:
         self.pending_acks -= 1
         try:
-            resp = self._response(cmd, fut.result(), queue_id)
+            resp = self._response(cmd, res, queue_id)
         except Exception as exc:  # pragma: no cover - the store resolves futures with results
             log.exception("send completion failed")
             resp = cmd.response(RC.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}")

@@ -1,0 +1,188 @@
+"""Transactions against a real broker: commit, rollback, unknown -> check -> commit, a check answered by another
+producer of the group after the first died, the check limit, and rejectTransactionMessage."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from conftest import make_topic, wait_for
+
+from mq.client.transaction import LocalTransactionState as S
+from mq.client.transaction import TransactionProducer
+from mq.common import properties as P
+from mq.common.message import Message
+from mq.common.record import decode_record
+from mq.config import ProducerConfig
+from mq.errors import BrokerError
+from mq.protocol.codes import ResponseCode
+
+FAST = dict(transaction_check_interval=300, transaction_time_out=200)
+
+
+def _bodies(broker, topic: str, queues: int = 4) -> list[bytes]:
+    out = []
+    for q in range(queues):
+        r = broker.store.get_message("t", topic, q, 0, 64)
+        out += [decode_record(b).body for b in r.buffers]
+    return sorted(out)
+
+
+def _never(msg):
+    raise AssertionError("no check expected")
+
+
+def test_commit_and_rollback(namesrv, broker_factory, run, client_config):
+    broker = broker_factory(**FAST)
+
+    async def go():
+        await make_topic(broker, "TopicT1")
+        states = {b"c": S.COMMIT_MESSAGE, b"r": S.ROLLBACK_MESSAGE}
+        p = TransactionProducer(ProducerConfig(group="PG_T1"), client_config(),
+                                executor=lambda m, arg: states[m.body], checker=_never)
+        async with p:
+            rc = await p.send_in_transaction(Message("TopicT1", b"c"))
+            rr = await p.send_in_transaction(Message("TopicT1", b"r"))
+            assert rc.state is S.COMMIT_MESSAGE and rr.state is S.ROLLBACK_MESSAGE
+            await wait_for(lambda: _bodies(broker, "TopicT1") == [b"c"], 5)
+            await wait_for(lambda: broker.store.get_max_offset("RMQ_SYS_TRANS_OP_HALF_TOPIC", 0) == 2, 5)
+            await asyncio.sleep(1.0)  # several check passes: nothing unresolved, nothing re-committed
+        return rc
+
+    rc = run(go(), 30)
+    assert _bodies(broker, "TopicT1") == [b"c"]
+    committed = [decode_record(b) for q in range(4)
+                 for b in broker.store.get_message("t", "TopicT1", q, 0, 8).buffers][0]
+    assert committed.properties[P.UNIQ_CLIENT_MESSAGE_ID_KEYIDX] == rc.msg_id
+    assert P.TRANSACTION_PREPARED not in committed.properties and P.REAL_TOPIC not in committed.properties
+    half = decode_record(broker.store.get_message("t", "RMQ_SYS_TRANS_HALF_TOPIC", 0, 0, 1).buffers[0])
+    assert committed.sys_flag & 0xC == 0x8 and committed.prepared_transaction_offset == half.commit_log_offset
+    assert half.sys_flag & 0xC == 0 and half.properties[P.REAL_TOPIC] == "TopicT1"
+    # the half and op offsets of CID_RMQ_SYS_TRANS moved past both
+    assert broker.offsets.query("CID_RMQ_SYS_TRANS", "RMQ_SYS_TRANS_HALF_TOPIC", 0) == 2
+    assert broker.offsets.query("CID_RMQ_SYS_TRANS", "RMQ_SYS_TRANS_OP_HALF_TOPIC", 0) == 2
+
+
+def test_unknown_then_check_commits(namesrv, broker_factory, run, client_config):
+    broker = broker_factory(**FAST)
+    checked = []
+
+    def checker(msg):
+        checked.append(msg)
+        return S.COMMIT_MESSAGE
+
+    async def go():
+        await make_topic(broker, "TopicT2")
+        p = TransactionProducer(ProducerConfig(group="PG_T2"), client_config(),
+                                executor=lambda m, arg: S.UNKNOW, checker=checker)
+        async with p:
+            r = await p.send_in_transaction(Message("TopicT2", b"u", properties={P.TAGS: "tx"}))
+            assert r.state is S.UNKNOW
+            await wait_for(lambda: _bodies(broker, "TopicT2") == [b"u"], 10)
+            await asyncio.sleep(1.0)
+        return r
+
+    r = run(go(), 30)
+    assert _bodies(broker, "TopicT2") == [b"u"]  # committed exactly once
+    assert len(checked) == 1
+    m = checked[0]
+    assert m.topic == "TopicT2" and m.properties[P.TRANSACTION_CHECK_TIMES] == "1"
+    assert m.transaction_id == r.msg_id
+
+
+def test_other_producer_of_group_answers_check(namesrv, broker_factory, run, client_config):
+    broker = broker_factory(transaction_check_interval=300, transaction_time_out=1500)
+    answered_by = []
+
+    async def go():
+        await make_topic(broker, "TopicT3")
+        first = TransactionProducer(ProducerConfig(group="PG_T3"), client_config(),
+                                    executor=lambda m, arg: S.UNKNOW, checker=_never)
+        second = TransactionProducer(ProducerConfig(group="PG_T3"), client_config(),
+                                     executor=lambda m, arg: S.UNKNOW,
+                                     checker=lambda m: (answered_by.append("second"), S.COMMIT_MESSAGE)[1])
+        await first.start()
+        await second.start()
+        try:
+            await first.send_in_transaction(Message("TopicT3", b"orphan"))
+            await first.shutdown()  # the instance dies before any check (immunity 1.5 s)
+            await wait_for(lambda: _bodies(broker, "TopicT3") == [b"orphan"], 15)
+        finally:
+            await second.shutdown()
+
+    run(go(), 40)
+    assert answered_by == ["second"]
+
+
+def test_check_limit_discards(namesrv, broker_factory, run, client_config):
+    broker = broker_factory(transaction_check_interval=200, transaction_time_out=100, transaction_check_max=2)
+    checks = []
+
+    async def go():
+        await make_topic(broker, "TopicT4")
+        p = TransactionProducer(ProducerConfig(group="PG_T4"), client_config(),
+                                executor=lambda m, arg: S.UNKNOW,
+                                checker=lambda m: (checks.append(1), S.UNKNOW)[1])
+        async with p:
+            await p.send_in_transaction(Message("TopicT4", b"undecided"))
+            await wait_for(lambda: broker.store.get_max_offset("TRANS_CHECK_MAX_TIME_TOPIC", 0) == 1, 15)
+            await asyncio.sleep(0.8)
+
+    run(go(), 30)
+    assert len(checks) == 2
+    assert _bodies(broker, "TopicT4") == []
+    assert broker.store.get_max_offset("TRANS_CHECK_MAX_TIME_TOPIC", 0) == 1
+
+
+def test_reject_transaction_message(namesrv, broker_factory, run, client_config):
+    broker = broker_factory(reject_transaction_message=True)
+
+    async def go():
+        await make_topic(broker, "TopicT5")
+        p = TransactionProducer(ProducerConfig(group="PG_T5"), client_config(),
+                                executor=lambda m, arg: S.COMMIT_MESSAGE, checker=_never)
+        async with p:
+            with pytest.raises(BrokerError) as ei:
+                await p.send_in_transaction(Message("TopicT5", b"x"))
+            return ei.value
+
+    err = run(go(), 20)
+    assert err.code == ResponseCode.NO_PERMISSION
+
+
+def test_late_end_for_an_older_copy_does_not_commit_twice(namesrv, broker_factory, run, client_config, client):
+    """unknown -> check (re-appends a copy) -> commit; then a late END_TRANSACTION commit arrives for the
+    ORIGINAL half message: SUCCESS, an op record, and still exactly one committed message. Also the header
+    checks: a wrong producer group and a wrong queue offset are refused."""
+    from mq.common.msg_id import decode_offset_msg_id
+    from mq.protocol.codes import RequestCode
+    from mq.protocol.command import RemotingCommand
+    from mq.protocol.headers import EndTransactionRequestHeader
+
+    broker = broker_factory(**FAST)
+
+    async def go():
+        await make_topic(broker, "TopicT6")
+        p = TransactionProducer(ProducerConfig(group="PG_T6"), client_config(),
+                                executor=lambda m, arg: S.UNKNOW, checker=lambda m: S.COMMIT_MESSAGE)
+        async with p:
+            r = await p.send_in_transaction(Message("TopicT6", b"once"))
+            await wait_for(lambda: _bodies(broker, "TopicT6") == [b"once"], 10)
+        _host, phy = decode_offset_msg_id(r.send.offset_msg_id)
+
+        async def end(group: str, qoff: int) -> RemotingCommand:
+            hdr = EndTransactionRequestHeader(producer_group=group, tran_state_table_offset=qoff,
+                                              commit_log_offset=phy, commit_or_rollback=8, msg_id=r.msg_id)
+            return await client.invoke(broker.address, RemotingCommand.request(RequestCode.END_TRANSACTION,
+                                                                                hdr.to_ext()))
+
+        wrong_group = await end("PG_OTHER", r.send.queue_offset)
+        wrong_offset = await end("PG_T6", r.send.queue_offset + 5)
+        late = await end("PG_T6", r.send.queue_offset)
+        return wrong_group, wrong_offset, late
+
+    wrong_group, wrong_offset, late = run(go(), 30)
+    assert wrong_group.code == ResponseCode.SYSTEM_ERROR and "producer group" in wrong_group.remark
+    assert wrong_offset.code == ResponseCode.SYSTEM_ERROR
+    assert late.code == ResponseCode.SUCCESS
+    assert _bodies(broker, "TopicT6") == [b"once"]
