@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Awaitable, Callable, Sequence, Union
 
-from mq.client.hooks import ConsumeContext, ConsumeHook, ConsumeStatus, run_hooks
+from mq.client.hooks import ConsumeContext, ConsumeHook, ConsumeStatus, attach_trace, run_hooks
 from mq.client.instance import MQClientInstance
 from mq.client.offset_store import LocalFileOffsetStore, ReadOffsetType, RemoteBrokerOffsetStore
 from mq.client.process_queue import ProcessQueue
@@ -83,7 +83,8 @@ class ConsumerCounters:
 class PushConsumer:
     def __init__(self, config: ConsumerConfig, listener: Listener, client_config: ClientConfig | None = None, *,
                  instance: MQClientInstance | None = None, hooks: Sequence[ConsumeHook] = (),
-                 allocate: Strategy = allocate_averagely) -> None:
+                 allocate: Strategy = allocate_averagely, enable_trace: bool = False,
+                 trace_topic: str | None = None) -> None:
         self.config = config
         self.group = validate_group(config.group)
         if config.message_model not in ("CLUSTERING", "BROADCASTING"):
@@ -111,6 +112,9 @@ class PushConsumer:
         self.offset_store: RemoteBrokerOffsetStore | LocalFileOffsetStore | None = None
         self._started = False
         self._start_ms = 0
+        self.trace_dispatcher: Any = None
+        if enable_trace:
+            attach_trace(self, trace_topic)
 
     # -- configuration ----------------------------------------------------------------------------------
     def subscribe(self, topic: str, expression: str | None = "*") -> None:
@@ -154,6 +158,13 @@ class PushConsumer:
         await self.instance.heartbeat_all()
         await self.rebalance()
         return self
+
+    def stats(self) -> dict[str, Any]:
+        """Consume counters; with tracing on, the trace dispatcher's counts (sent, dropped by reason, ...)."""
+        from dataclasses import asdict
+
+        return {"group": self.group, **asdict(self.counters),
+                "trace": self.trace_dispatcher.stats() if self.trace_dispatcher is not None else None}
 
     async def shutdown(self, *, grace: float = 5.0) -> None:
         if not self._started:

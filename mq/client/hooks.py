@@ -100,3 +100,12 @@ def run_hooks(hooks: Sequence[Any], method: str, ctx: Any) -> None:
             getattr(hook, method)(ctx)
         except Exception:
             log.exception("%s.%s failed", type(hook).__name__, method)
+
+
+def attach_trace(client: Any, trace_topic: str | None = None) -> None:
+    """The ``enable_trace=True`` switch of Producer, PushConsumer and TransactionProducer: attach RocketMQ's
+    trace hooks and an async trace dispatcher (``mq.trace.enable``). This is the one place the client reaches up
+    into ``mq.trace``, lazily and only when tracing is asked for; the import contract names it."""
+    from mq.trace.enable import enable_trace
+
+    enable_trace(client, trace_topic)

@@ -24,7 +24,8 @@ import zlib
 from typing import Any, Callable, Sequence
 
 from mq.client.fault_strategy import MQFaultStrategy
-from mq.client.hooks import CommunicationMode, SendContext, SendHook, SendResult, SendStatus, run_hooks
+from mq.client.hooks import (CommunicationMode, SendContext, SendHook, SendResult, SendStatus, attach_trace,
+                             run_hooks)
 from mq.client.instance import MQClientInstance
 from mq.common import properties as P
 from mq.common import sysflag as SF
@@ -66,7 +67,8 @@ def select_by_hash(queues: list[MessageQueue], msg: Message, arg: Any) -> Messag
 class Producer:
     def __init__(self, config: ProducerConfig | None = None, client_config: ClientConfig | None = None, *,
                  instance: MQClientInstance | None = None, hooks: Sequence[SendHook] = (),
-                 clock: Callable[[], int] | None = None) -> None:
+                 clock: Callable[[], int] | None = None, enable_trace: bool = False,
+                 trace_topic: str | None = None) -> None:
         self.config = config or ProducerConfig()
         self.group = validate_group(self.config.group)
         self.client_config = client_config or ClientConfig()
@@ -77,6 +79,9 @@ class Producer:
                                      **({"clock": clock} if clock else {}))
         self._uniq: UniqKeyGenerator | None = None
         self._started = False
+        self.trace_dispatcher: Any = None
+        if enable_trace:
+            attach_trace(self, trace_topic)
 
     # -- lifecycle --------------------------------------------------------------------------------------
     async def start(self) -> "Producer":
@@ -99,6 +104,11 @@ class Producer:
         await self.instance.unregister(producer_group=self.group)
         if self._own_instance:
             await self.instance.release()
+
+    def stats(self) -> dict[str, Any]:
+        """Client statistics; with tracing on, the trace dispatcher's counts (sent, dropped by reason, ...)."""
+        return {"group": self.group, "started": self._started,
+                "trace": self.trace_dispatcher.stats() if self.trace_dispatcher is not None else None}
 
     async def __aenter__(self) -> "Producer":
         return await self.start()

@@ -80,9 +80,11 @@ def build_message(topic: str, body: bytes | str, *, tags: str | None = None, key
 
 class SyncProducer:
     def __init__(self, config: ProducerConfig | None = None, client_config: ClientConfig | None = None, *,
-                 loop: LoopThread | None = None, hooks: Sequence[Any] = ()) -> None:
+                 loop: LoopThread | None = None, hooks: Sequence[Any] = (), enable_trace: bool = False,
+                 trace_topic: str | None = None) -> None:
         self._loop = loop or shared_loop()
-        self.producer = Producer(config, client_config, hooks=hooks)
+        self.producer = Producer(config, client_config, hooks=hooks, enable_trace=enable_trace,
+                                 trace_topic=trace_topic)
 
     def start(self) -> "SyncProducer":
         self._loop.run(self.producer.start())
