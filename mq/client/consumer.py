@@ -68,6 +68,16 @@ class _Task:
     msgs: list[MessageExt]
 
 
+#: Java's consumeTimeout default (15 minutes): a listener slower than this is reported TIME_OUT to hooks.
+CONSUME_TIMEOUT_MS = 15 * 60 * 1000
+#: Hook property carrying the ConsumeReturnType (MixAll.CONSUME_CONTEXT_TYPE).
+CONSUME_CONTEXT_TYPE = "ConsumeContextType"
+
+
+class _ReturnedNone(MQError):
+    """The listener returned None: retried like a failure, reported RETURNNULL."""
+
+
 @dataclass(slots=True)
 class ConsumerCounters:
     consumed_ok: int = 0
@@ -366,7 +376,8 @@ class PushConsumer:
         if inspect.isawaitable(rv):
             rv = await rv
         if rv is None:
-            raise MQError("the listener returned None (return ConsumeStatus.CONSUME_SUCCESS or RECONSUME_LATER)")
+            raise _ReturnedNone("the listener returned None (return ConsumeStatus.CONSUME_SUCCESS or "
+                                "RECONSUME_LATER)")
         return ConsumeStatus(rv) if not isinstance(rv, ConsumeStatus) else rv
 
     async def _worker(self) -> None:
@@ -395,12 +406,24 @@ class PushConsumer:
         if self.hooks:
             hook_ctx = ConsumeContext(self.group, task.msgs, task.mq)
             run_hooks(self.hooks, "consume_before", hook_ctx)
+        began = time.monotonic()
+        outcome = ""
         try:
             status = await self._call_listener(task.msgs, ctx)
+        except _ReturnedNone as exc:
+            log.warning("%s: %s", self.group, exc)
+            status, outcome = ConsumeStatus.RECONSUME_LATER, "RETURNNULL"
         except Exception as exc:
             log.warning("%s: listener raised on %s: %s", self.group, task.mq, exc)
-            status = ConsumeStatus.RECONSUME_LATER
+            status, outcome = ConsumeStatus.RECONSUME_LATER, "EXCEPTION"
         if hook_ctx is not None:
+            # ConsumeReturnType as Java's ConsumeMessageConcurrentlyService reports it to the trace hook.
+            if not outcome:
+                if (time.monotonic() - began) * 1000 >= CONSUME_TIMEOUT_MS:
+                    outcome = "TIME_OUT"
+                else:
+                    outcome = "SUCCESS" if status is ConsumeStatus.CONSUME_SUCCESS else "FAILED"
+            hook_ctx.props[CONSUME_CONTEXT_TYPE] = outcome
             hook_ctx.success = status is ConsumeStatus.CONSUME_SUCCESS
             hook_ctx.status = status.value
             run_hooks(self.hooks, "consume_after", hook_ctx)
@@ -463,7 +486,6 @@ class PushConsumer:
             props[P.RECONSUME_TIME] = str(msg.reconsume_times + 1)
             props[P.MAX_RECONSUME_TIMES] = str(self._max_reconsume())
             props[P.DELAY_TIME_LEVEL] = str(3 + msg.reconsume_times)
-            props.pop(P.UNIQ_CLIENT_MESSAGE_ID_KEYIDX, None)
             props.pop(P.MIN_OFFSET, None)
             props.pop(P.MAX_OFFSET, None)
             await producer.send(Message(retry_topic(self.group), msg.body, msg.flag, props))
