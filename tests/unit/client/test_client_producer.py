@@ -145,10 +145,12 @@ async def test_oneway_async_and_ordered(fake2, client_config):
         await (p.send_async(Message("TopicTest", b"cb"), lambda res, exc: got.append((res, exc))))
         assert got and got[0][1] is None
         await p.send_oneway(Message("TopicTest", b"oneway"), queue=MessageQueue("TopicTest", "broker-b", 3))
-        for _ in range(50):
-            if b.stored("TopicTest", 3):
-                break
-            import asyncio
+        import asyncio
+        import time
+
+        deadline = time.monotonic() + 10  # oneway: nothing to await; poll (generously: CI machines are slow)
+        while (b"oneway" not in [m.body for m in b.stored("TopicTest", 3)]
+               and time.monotonic() < deadline):
             await asyncio.sleep(0.01)
         assert [m.body for m in b.stored("TopicTest", 3)][-1] == b"oneway"
         ordered = [await p.send(Message("TopicTest", b"o%d" % i), selector=select_by_hash, arg="order-42")
