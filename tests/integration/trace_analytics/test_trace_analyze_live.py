@@ -90,10 +90,6 @@ def test_export_is_incremental_and_the_archive_analyzes(run, trace_broker, mq_cl
     assert (tmp_path / "out" / "csv" / "stuck_unconsumed.csv").read_text().count("\n") == len(t1.stuck | t2.stuck) + 1
     assert (tmp_path / "out" / "tables" / "completeness").is_dir()
 
-    old = report_of(*mq_cli("trace", "analyze", "--input", str(archive), "--since", "30d", "--until", "29d",
-                            "--json", *SPARK))
-    assert old["empty"] is True and old["records"]["in_window"] == 0 and old["sections"]["stuck"]["unconsumed"] == []
-
 
 def test_a_broker_dying_mid_read_becomes_missing_ranges(run, namesrv, trace_broker) -> None:
     truth = GroundTruth()
