@@ -26,7 +26,7 @@ from pathlib import Path
 
 import psutil
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.append(str(Path(__file__).resolve().parents[1]))  # an installed or PYTHONPATH mq wins
 
 from mq.common import properties as P  # noqa: E402
 from mq.common.message import Message  # noqa: E402

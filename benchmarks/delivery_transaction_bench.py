@@ -58,7 +58,7 @@ async def run(count: int) -> None:
             await asyncio.gather(*(worker() for _ in range(inflight)))
             dt = time.perf_counter() - t0
             print(f"transactional send + commit, {inflight:2d} in flight: {n / dt:8,.0f} round trips/s "
-                  f"({dt / n * 1e3:.2f} ms each)", flush=True)
+                  f"(mean latency {dt / n * inflight * 1e3:.2f} ms)", flush=True)
         await asyncio.sleep(0.5)
         committed = sum(broker.store.get_max_offset("TxBench", q) for q in range(4))
         print(f"committed messages in the real topic: {committed:,} (expected {2 * count + 1:,}); "

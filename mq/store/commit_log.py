@@ -90,6 +90,9 @@ class CommitLog:
         self.file_size = file_size
         self.store_host = pack_host(*store_host)
         self.max_message_size = max_message_size
+        self._store_host_extra = 12 if len(self.store_host) == 20 else 0
+        self._store_host_flag = SF.STOREHOST_V6 if len(self.store_host) == 20 else 0
+        self._max_total = max_message_size + 65536
         self.delay_levels_ms = delay_levels_ms or []
         #: (topic, queue_id) -> next queue offset
         self.topic_queue_table: dict[tuple[str, int], int] = {}
@@ -154,26 +157,32 @@ class CommitLog:
         if len(props_b) > 32767:
             return PutMessageStatus.PROPERTIES_SIZE_EXCEEDED
         born = msg.born_host
-        born_b = born if isinstance(born, bytes) else pack_host(*born)
+        born_b = born if born.__class__ is bytes else pack_host(*born)
+        total = 90 + len(body) + len(prefix) + len(props_b) + self._store_host_extra
         if len(born_b) == 20:
             sys_flag |= SF.BORNHOST_V6
+            total += 12
         else:
             sys_flag &= ~SF.BORNHOST_V6
-        total = 91 + len(body) + len(prefix) - 1 + len(props_b) + (12 if len(born_b) == 20 else 0) \
-            + (12 if len(self.store_host) == 20 else 0)
-        if len(self.store_host) == 20:
-            sys_flag |= SF.STOREHOST_V6
-        if total > self.max_message_size + 65536:
+        sys_flag |= self._store_host_flag
+        if total > self._max_total:
             return PutMessageStatus.MESSAGE_ILLEGAL
         tc = msg.tags_code
-        if tc is None:
-            tc = compute_tags_code(props.get(P.TAGS)) if props else 0
+        if props:
+            if tc is None:
+                tc = compute_tags_code(props.get(P.TAGS))
+            keys = props.get(P.KEYS)
+            uniq = props.get(P.UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
+            wait = props.get(P.WAIT_STORE_MSG_OK) != "false"
+        else:
+            if tc is None:
+                tc = 0
+            keys = uniq = None
+            wait = True
         return _new(Prepared, (
             topic, queue_id, body, prefix + _I16.pack(len(props_b)) + props_b, zlib.crc32(body) & 0x7FFFFFFF,
             msg.flag, sys_flag, msg.born_timestamp, born_b, msg.reconsume_times,
-            msg.prepared_transaction_offset, total, tran, tc, delay_ms,
-            props.get(P.KEYS) if props else None, props.get(P.UNIQ_CLIENT_MESSAGE_ID_KEYIDX) if props else None,
-            (props.get(P.WAIT_STORE_MSG_OK) != "false") if props else True,
+            msg.prepared_transaction_offset, total, tran, tc, delay_ms, keys, uniq, wait,
         ))
 
     def append(self, batch: list[Prepared], store_ts: int) -> list[DispatchRequest] | PutMessageStatus:

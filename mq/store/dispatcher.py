@@ -20,6 +20,7 @@ from __future__ import annotations
 import collections
 import logging
 import threading
+import time
 from typing import Callable, Protocol
 
 from mq.common import sysflag as SF
@@ -116,7 +117,11 @@ class IndexDispatcher:
 
     ``submit`` only appends to a deque; the thread is woken (one Condition round trip) only when it sleeps,
     so under load it takes everything queued since its last pass and indexes it as one batch (one lock,
-    one header write per batch: ``IndexService.build_batch``)."""
+    one header write per batch: ``IndexService.build_batch``). After a wake-up it lingers ``LINGER_S``
+    before its pass unless ``LINGER_BATCHES`` submissions are already queued."""
+
+    LINGER_S = 0.001
+    LINGER_BATCHES = 64
 
     def __init__(self, index: IndexLike) -> None:
         self.index = index
@@ -173,8 +178,11 @@ class IndexDispatcher:
     def _run(self) -> None:
         q = self._queue
         while True:
+            woken = False
             with self._cond:
                 self._sleeping = True
+                if not q and not self._stopped:
+                    woken = True
                 while not q and not self._stopped:
                     self._idle.set()
                     self._cond.wait()
@@ -182,6 +190,11 @@ class IndexDispatcher:
                 if not q and self._stopped:
                     self._idle.set()
                     return
+                woken = woken and not self._stopped
+            if woken and len(q) < self.LINGER_BATCHES:
+                # Woken for a few puts: let more arrive before taking the GIL for a pass, so a steady stream
+                # costs one wake-up per LINGER_S rather than one per put.
+                time.sleep(self.LINGER_S)
             work: list[DispatchRequest] = []
             while q:
                 work += q.popleft()

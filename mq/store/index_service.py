@@ -26,12 +26,13 @@ import logging
 import os
 import threading
 import time
+from operator import mul
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
 from mq.common.sysflag import TRANSACTION_ROLLBACK_TYPE as _ROLLBACK
-from mq.store.index_file import (IndexFile, _hash_u32, build_key, index_key_hash, is_index_file_name, next_file_name,
-                                 prefixed_key_hash)
+from mq.store.index_file import (_POW31, IndexFile, _hash_u32, build_key, index_key_hash, is_index_file_name,
+                                 next_file_name, prefixed_key_hash)
 
 log = logging.getLogger(__name__)
 
@@ -131,19 +132,45 @@ class IndexService:
         phy_offset, store_timestamp, tran_type) in log order, skipping ROLLBACK records: keys are hashed
         outside the lock, then written under one lock hold with one header write per file."""
         items: list[tuple[int, int, int]] = []
-        add = self._add_items
+        add = items.append
+        pw = _POW31
+        last_topic = None
+        ph = 0
         for r in requests:
-            if (r.keys or r.uniq_key) and r.tran_type != _ROLLBACK:
-                add(items, r.topic, r.keys, r.uniq_key, r.phy_offset, r.store_timestamp)
+            keys = r.keys
+            uniq = r.uniq_key
+            if not (keys or uniq) or r.tran_type == _ROLLBACK:
+                continue
+            topic = r.topic
+            if topic != last_topic:
+                ph = self._prefix_hash(topic)
+                last_topic = topic
+            phy = r.phy_offset
+            ts = r.store_timestamp
+            if uniq:
+                if uniq.isascii() and len(uniq) <= 1024:  # the usual UNIQ_KEY: 32 hex digits
+                    u = uniq.encode("ascii")
+                    h = (ph * pw[len(u)] + sum(map(mul, u[::-1], pw))) & 0xFFFFFFFF
+                    add((0 if h == 0x80000000 else 0x100000000 - h if h & 0x80000000 else h, phy, ts))
+                else:
+                    add((prefixed_key_hash(ph, uniq), phy, ts))
+            if keys:
+                for t in keys.split(" "):
+                    if t:
+                        add((prefixed_key_hash(ph, t), phy, ts))
         return self._put_items(items) if items else 0
 
-    def _add_items(self, items: list[tuple[int, int, int]], topic: str, keys: str | None, uniq_key: str | None,
-                   phy: int, ts: int) -> None:
+    def _prefix_hash(self, topic: str) -> int:
         ph = self._prefix_hashes.get(topic)
         if ph is None:
             ph = _hash_u32(topic + "#")
             if len(self._prefix_hashes) < 100_000:
                 self._prefix_hashes[topic] = ph
+        return ph
+
+    def _add_items(self, items: list[tuple[int, int, int]], topic: str, keys: str | None, uniq_key: str | None,
+                   phy: int, ts: int) -> None:
+        ph = self._prefix_hash(topic)
         if uniq_key:
             items.append((prefixed_key_hash(ph, uniq_key), phy, ts))
         if keys:

@@ -50,6 +50,24 @@ def _total_ram() -> int:
         return 8 << 30
 
 
+def _slice(mm, start: int, end: int) -> bytes | None:
+    """``mm[start:end]``, or None when the segment was unmapped by retention meanwhile."""
+    try:
+        return mm[start:end]
+    except ValueError:
+        return None
+
+
+def _count_records(buf: bytes) -> int:
+    """Records in a run of whole records (each starts with its int32 TOTALSIZE)."""
+    n = pos = 0
+    end = len(buf)
+    while pos < end:
+        pos += int.from_bytes(buf[pos:pos + 4], "big")
+        n += 1
+    return n
+
+
 class MessageStore:
     def __init__(self, config: StoreConfig, *, store_host: tuple[str, int] = ("127.0.0.1", 10911),
                  on_dispatch: OnDispatch | None = None, now: Callable[[], float] = time.time,
@@ -359,10 +377,13 @@ class MessageStore:
 
     # -- get ---------------------------------------------------------------------------------------------
     def get_message(self, group: str, topic: str, queue_id: int, offset: int, max_count: int,
-                    tag_filter: TagFilter = None, max_total_bytes: int | None = None) -> GetMessageResult:
+                    tag_filter: TagFilter = None, max_total_bytes: int | None = None, *,
+                    runs: bool = False) -> GetMessageResult:
         """Read up to ``max_count`` records of one queue from ``offset`` (RocketMQ getMessage).
 
-        ``tag_filter`` is None (all), a set of tag hash codes, or a callable(tags_code) -> bool."""
+        ``tag_filter`` is None (all), a set of tag hash codes, or a callable(tags_code) -> bool. ``buffers``
+        holds one record each, or with ``runs`` one copy per run of records adjacent in the commit log (what
+        a PULL body needs: the records concatenated, copied once)."""
         if self._shutdown or not self._loaded:
             return GetMessageResult(_G.NO_MATCHED_LOGIC_QUEUE, offset)
         cq = self.cq_table.find(topic, queue_id, create=False)
@@ -390,7 +411,7 @@ class MessageStore:
         disk_count = cfg.max_transfer_count_on_message_in_disk
         codes = tag_filter if isinstance(tag_filter, (set, frozenset)) else None
         func = tag_filter if codes is None and tag_filter is not None else None
-        read = self.commit_log.read
+        find = self.commit_log.queue.find_by_offset
         max_phy = self.commit_log.max_offset
         mem_limit = self._mem_limit
         buffers: list[bytes] = []
@@ -401,6 +422,10 @@ class MessageStore:
         next_file_start = -1
         last_phy = 0
         i = 0
+        # Adjacent records are copied as one run (one slice of the segment): a run is (mapped file, start
+        # relative to it, end physical offset, physical limit of what the segment has written).
+        run_mm = None
+        run_rel = run_base = run_end = run_limit = 0
         for phy, size, tc in CQ_UNIT.iter_unpack(units):
             if size == FILLER_SIZE and phy == 0:
                 i += 1
@@ -424,19 +449,35 @@ class MessageStore:
             elif func is not None and not func(tc):
                 i += 1
                 continue
-            rec = read(phy, size)
-            if rec is None:
-                if not count:
-                    status = _G.MESSAGE_WAS_REMOVING
-                next_file_start = self.commit_log.queue.roll_next_file(phy)
-                i += 1
-                continue
-            buffers.append(rec)
+            if not runs or phy != run_end or phy + size > run_limit:  # not adjacent: start a new run
+                mf = find(phy)
+                rel = phy - mf.start_offset if mf is not None else 0
+                if mf is None or rel + size > mf.wrote_position or rel + size > mf.file_size:
+                    if not count:
+                        status = _G.MESSAGE_WAS_REMOVING
+                    next_file_start = self.commit_log.queue.roll_next_file(phy)
+                    i += 1
+                    continue
+                if run_mm is not None:
+                    rec = _slice(run_mm, run_rel, run_rel + run_end - run_base)
+                    if rec is None:  # unmapped meanwhile (retention): keep what was read before this run
+                        return self._cut_run(offset, buffers, qoffs, min_off, max_off)
+                    buffers.append(rec)
+                run_mm = mf.mm
+                run_rel = rel
+                run_base = phy
+                run_limit = mf.start_offset + mf.wrote_position
+            run_end = phy + size
             last_phy = phy
             qoffs.append(offset + i)
             total += size
             count += 1
             i += 1
+        if run_mm is not None:
+            rec = _slice(run_mm, run_rel, run_rel + run_end - run_base)
+            if rec is None:
+                return self._cut_run(offset, buffers, qoffs, min_off, max_off)
+            buffers.append(rec)
         st = self.stats
         if count:
             status = _G.FOUND
@@ -446,6 +487,23 @@ class MessageStore:
             st.get_miss += 1
         suggest = bool(count) and (max_phy - last_phy) > mem_limit
         return GetMessageResult(status, offset + i, min_off, max_off, buffers, count, total, qoffs, suggest)
+
+    def _cut_run(self, offset: int, buffers: list[bytes], qoffs: list[int], min_off: int,
+                 max_off: int) -> GetMessageResult:
+        """A run's segment was unmapped (retention) while reading: answer with the runs read before it; the
+        next pull starts at the run's first message and sees the segment gone."""
+        n = 0
+        for b in buffers:
+            n += _count_records(b)
+        nxt = qoffs[n] if n < len(qoffs) else offset
+        st = self.stats
+        if not n:
+            st.get_miss += 1
+            return GetMessageResult(_G.MESSAGE_WAS_REMOVING, nxt, min_off, max_off)
+        st.get_found += 1
+        st.get_transferred += n
+        return GetMessageResult(_G.FOUND, nxt, min_off, max_off, buffers, n, sum(len(b) for b in buffers),
+                                qoffs[:n], False)
 
     # -- lookups -----------------------------------------------------------------------------------------
     def select_one_message_by_offset(self, phy_offset: int, size: int | None = None) -> bytes | None:

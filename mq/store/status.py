@@ -77,7 +77,8 @@ class PutMessageResult:
 class GetMessageResult:
     """Result of ``get_message``: ``buffers`` are the raw stored records, ready to be sent as a PULL body.
 
-    ``buffers`` holds one ``bytes`` per run of adjacent records (often one per message)."""
+    ``buffers`` holds one ``bytes`` per record, or per run of records adjacent in the commit log when asked
+    for ``runs`` (``MessageStore.get_message``)."""
 
     status: GetMessageStatus
     next_begin_offset: int = 0

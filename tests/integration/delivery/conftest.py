@@ -1,5 +1,5 @@
 """Delivery integration fixtures: the real name server and broker fixtures of tests/integration/broker/conftest.py,
-loaded by path, plus ``client_config`` and small helpers shared by the delivery tests."""
+loaded by path, plus ``client_config`` (helpers: delivery_helpers.py)."""
 
 from __future__ import annotations
 
@@ -38,29 +38,3 @@ def client_config(namesrv, tmp_path):
         return ClientConfig(namesrv_addr=namesrv.address, **kw)
     return make
 
-
-#: Small delay levels so retries and delay levels take seconds, not minutes.
-FAST_LEVELS = "1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s"
-
-
-async def wait_for(pred, timeout: float = 15.0, step: float = 0.05):
-    """Poll ``pred()`` until it is truthy; returns its value or raises AssertionError on timeout."""
-    import asyncio
-    import time
-
-    end = time.monotonic() + timeout
-    while True:
-        v = pred()
-        if v:
-            return v
-        if time.monotonic() > end:
-            raise AssertionError(f"condition not met within {timeout} s")
-        await asyncio.sleep(step)
-
-
-async def make_topic(broker, topic: str, queues: int = 4) -> None:
-    """Create ``topic`` on ``broker`` and register it with the name server now."""
-    from mq.protocol.bodies import TopicConfig
-
-    broker.topic_config.put(TopicConfig(topic_name=topic, read_queue_nums=queues, write_queue_nums=queues, perm=6))
-    await broker.register_all(force=True)

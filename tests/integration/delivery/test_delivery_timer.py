@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from conftest import make_topic, wait_for
+from delivery_helpers import make_topic, wait_for
 
 from mq.client.producer import Producer
 from mq.common import properties as P
@@ -107,3 +107,23 @@ def test_limits(broker, run, client_config, namesrv):
 
     run(go(), 20)
     assert [m.body for m in _records(broker, "TopicD3")] == [b"now"]
+
+
+def test_far_timers_roll_and_arrive_on_time(broker_factory, run, client_config):
+    """With a 2 s roll window a 5 s timer is renewed in the commit log (rolled) twice, then delivered on time."""
+    broker = broker_factory(timer_roll_window_sec=2)
+
+    async def go():
+        await make_topic(broker, "TopicD4")
+        async with Producer(ProducerConfig(group="PG_D4"), client_config()) as p:
+            at = int(time.time() * 1000) + 5000
+            await p.send(Message("TopicD4", b"far", properties={"TIMER_DELIVER_MS": str(at)}))
+            await wait_for(lambda: _records(broker, "TopicD4"), 10)
+            return at
+
+    at = run(go(), 20)
+    m = _records(broker, "TopicD4")[0]
+    assert 0 <= m.store_timestamp - at <= 1000
+    assert broker.timer_service.rolled == 2 and m.properties["TIMER_ROLL_TIMES"] == "2"
+    # each roll put a fresh copy in the timer topic
+    assert broker.store.get_max_offset("rmq_sys_wheel_timer", 0) == 3

@@ -114,7 +114,7 @@ class PullProcessor:
             sub = info.filters.get(topic) or parse_subscription(topic, sd.sub_string)
         codes = None if sub.is_all else sub.code_set
         store = c.store
-        r = store.get_message(group, topic, qid, h.queue_offset, h.max_msg_nums, codes)
+        r = store.get_message(group, topic, qid, h.queue_offset, h.max_msg_nums, codes, runs=True)
         st = r.status
         code = _CODES.get(st)
         if code is None:  # NO_MATCHED_LOGIC_QUEUE / NO_MESSAGE_IN_QUEUE

@@ -134,6 +134,8 @@ class SendProcessor:
         self.fast_failure = cfg.broker_fast_failure_enable
         self.max_pending = cfg.max_pending_flush_acks
         self.pending_acks = 0
+        #: topic names that passed validate_topic and are not forbidden system topics
+        self._sendable: set[str] = set()
 
     def register(self, server: Any) -> None:
         for code in (RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE):
@@ -218,12 +220,15 @@ class SendProcessor:
         topic = h.topic
         if not c.config.broker_permission & PERM_WRITE:
             return cmd.response(RC.NO_PERMISSION, f"the broker[{c.address}] sending message is forbidden")
-        try:
-            T.validate_topic(topic)
-        except InvalidTopicError as exc:
-            return cmd.response(RC.SYSTEM_ERROR, str(exc))
-        if T.is_not_allowed_send_topic(topic):
-            return cmd.response(RC.NO_PERMISSION, f"Sending message to topic[{topic}] is forbidden.")
+        if topic not in self._sendable:  # checked once per topic name
+            try:
+                T.validate_topic(topic)
+            except InvalidTopicError as exc:
+                return cmd.response(RC.SYSTEM_ERROR, str(exc))
+            if T.is_not_allowed_send_topic(topic):
+                return cmd.response(RC.NO_PERMISSION, f"Sending message to topic[{topic}] is forbidden.")
+            if len(self._sendable) < 100_000:
+                self._sendable.add(topic)
         tcm = c.topic_config
         tc = tcm.get(topic)
         if tc is None:

@@ -13,8 +13,9 @@ ordered list of parked messages.
 
 One task then loops every ``timer_precision_ms``:
 
-1. *enqueue*: new units of the timer topic's consume queue become ``TimerStore`` entries with fire time
-   ``min(deliver, now + timer_roll_window_sec)``;
+1. *enqueue*: new units of the timer topic's consume queue become ``TimerStore`` entries; the fire time is the
+   deliver time, or for one beyond the roll window R (``timer_roll_window_sec``) ``deliver - n*R`` with n the
+   least that brings it within (now, now + R]: rolls are spread like the deliver times, never bunched;
 2. *load*: buckets entering the near window are read into memory;
 3. *deliver*: each due slot's messages are read back; a message whose deliver time is still ahead (it was parked
    beyond the roll window) is *rolled*: re-put to the timer topic, which renews it in the commit log so the
@@ -196,12 +197,15 @@ class TimerMessageService:
         units = cq.read_units(start, hi - start)
         if not units:
             return False
-        horizon = int(time.time() * 1000) + self.roll_ms
+        now = int(time.time() * 1000)
+        roll = self.roll_ms
         entries = []
         i = start
         for phy, size, at in CQ_UNIT.iter_unpack(units):
             if not (size == FILLER_SIZE and phy == 0):
-                entries.append((min(at, horizon), phy, size, i))
+                if at - now > roll:  # fire at the last point within the roll window congruent to `at` mod roll
+                    at -= ((at - now - 1) // roll) * roll
+                entries.append((at, phy, size, i))
             i += 1
         st.add(entries, i)
         return i < cq.max_offset

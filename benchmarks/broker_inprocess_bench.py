@@ -1,0 +1,196 @@
+"""Broker CPU cost per message without sockets: the whole server path of a send or a pull in one process.
+
+A real ``BrokerController`` (its own store in a temporary directory, no name server) is started on this
+process's event loop; pre-encoded request frames are fed to a server-side ``Connection`` through a transport
+that only counts the response frames it is asked to write. What is measured is everything the broker does for
+a request except the socket system calls: frame decoding, header parsing, the send/pull processors, the store
+(append, consume queue, index thread, group commit thread), response encoding. The figure is CPU time of the
+whole process (``time.process_time``: every thread) per message, which stays comparable on a shared, noisy
+machine where wall-clock rates do not.
+
+    python benchmarks/broker_inprocess_bench.py [--n 40000] [--flush ASYNC_FLUSH|SYNC_FLUSH|both]
+
+Cases: single sends fed 1 and 16 frames per read (how many a read delivers under pipelining), batches of 32
+fed 4 per read, and a backlog drain with PULLs of 32.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import shutil
+import struct
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.append(str(Path(__file__).resolve().parents[1]))  # an installed or PYTHONPATH mq wins
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from broker_send_bench import send_frame  # noqa: E402
+
+from mq.config import BrokerConfig, StoreConfig  # noqa: E402
+from mq.protocol import headers as H  # noqa: E402
+from mq.protocol.codec import FrameDecoder, encode  # noqa: E402
+from mq.protocol.codes import RequestCode  # noqa: E402
+from mq.protocol.command import RemotingCommand  # noqa: E402
+
+_LEN = struct.Struct(">i")
+
+
+class CountingTransport:
+    """Enough of ``asyncio.Transport`` for a server ``Connection``: counts the response frames written."""
+
+    def __init__(self, decode: bool = False) -> None:
+        self.frames = 0
+        self.bytes = 0
+        self.closed = False
+        self.decoder = FrameDecoder() if decode else None
+        self.last: list[RemotingCommand] = []
+        self.waiter: asyncio.Future | None = None
+        self.want = 0
+
+    def write(self, data: bytes | bytearray) -> None:
+        self.bytes += len(data)
+        if self.decoder is not None:
+            cmds = self.decoder.feed(bytes(data))
+            self.last = cmds
+            self.frames += len(cmds)
+        else:
+            mv = memoryview(data)
+            pos, end = 0, len(mv)
+            while pos < end:
+                pos += 4 + _LEN.unpack_from(mv, pos)[0]
+                self.frames += 1
+        if self.waiter is not None and self.frames >= self.want and not self.waiter.done():
+            self.waiter.set_result(None)
+
+    def get_extra_info(self, name: str, default=None):
+        return {"peername": ("10.0.0.2", 50000), "sockname": ("127.0.0.1", 10911)}.get(name, default)
+
+    def is_closing(self) -> bool:
+        return self.closed
+
+    def close(self) -> None:
+        self.closed = True
+
+    def set_write_buffer_limits(self, high=None, low=None) -> None:
+        pass
+
+    def get_write_buffer_size(self) -> int:
+        return 0
+
+    def pause_reading(self) -> None:
+        pass
+
+    def resume_reading(self) -> None:
+        pass
+
+
+async def _until(tr: CountingTransport, frames: int, timeout: float = 120.0) -> None:
+    if tr.frames >= frames:
+        return
+    tr.want = frames
+    tr.waiter = asyncio.get_running_loop().create_future()
+    await asyncio.wait_for(tr.waiter, timeout)
+    tr.waiter = None
+
+
+async def _sends(ctrl, frame: bytes, n: int, per_read: int, msgs_per_frame: int = 1) -> tuple[float, float]:
+    """Feed ``n`` frames, ``per_read`` per data_received; returns (CPU s, wall s) until all are answered."""
+    conn = ctrl.server.make_connection()
+    tr = CountingTransport()
+    conn.connection_made(tr)
+    chunk = frame * per_read
+    loops = n // per_read
+    store = ctrl.store
+    c0, t0 = time.process_time(), time.perf_counter()
+    for i in range(loops):
+        conn.data_received(chunk)
+        if i % 64 == 63:
+            await asyncio.sleep(0)  # let late (SYNC_FLUSH) replies and posted callbacks run
+    await _until(tr, loops * per_read)
+    if store.index_dispatcher is not None:
+        await asyncio.get_running_loop().run_in_executor(None, store.index_dispatcher.wait_idle, 60)
+    c1, t1 = time.process_time(), time.perf_counter()
+    conn.connection_lost(None)
+    return c1 - c0, t1 - t0
+
+
+async def _drain(ctrl, topic: str, queue_id: int, total: int) -> tuple[float, float, int]:
+    conn = ctrl.server.make_connection()
+    tr = CountingTransport(decode=True)
+    conn.connection_made(tr)
+    offset, got = 0, 0
+    c0, t0 = time.process_time(), time.perf_counter()
+    while got < total:
+        h = H.PullMessageRequestHeader(consumer_group="BenchCG", topic=topic, queue_id=queue_id,
+                                       queue_offset=offset, max_msg_nums=32, sys_flag=4, commit_offset=0,
+                                       suspend_timeout_millis=0, sub_version=0, subscription="*")
+        conn.data_received(encode(RemotingCommand.request(RequestCode.PULL_MESSAGE, h.to_ext())))
+        resp = tr.last[-1]
+        if resp.code != 0:
+            break
+        nxt = int(resp.ext_fields["nextBeginOffset"])
+        got += nxt - offset
+        offset = nxt
+    c1, t1 = time.process_time(), time.perf_counter()
+    conn.connection_lost(None)
+    return c1 - c0, t1 - t0, got
+
+
+async def run_case(flush: str, n: int, root: str) -> None:
+    from mq.daemon.broker.controller import BrokerController
+
+    bcfg = BrokerConfig(host="127.0.0.1", listen_port=0, namesrv_addr="")
+    scfg = StoreConfig(store_path_root_dir=root, flush_disk_type=flush, mapped_file_size_commit_log=1 << 30)
+    ctrl = BrokerController(bcfg, store_config=scfg)
+    await ctrl.start()
+    try:
+        frame = send_frame("BenchT", 0)
+        await _sends(ctrl, frame, 64, 1)  # auto-create the topic, warm up
+        for per_read in (1, 16):
+            cpu, wall = await _sends(ctrl, frame, n, per_read)
+            print(f"{flush:11s} send, {per_read:2d} frames per read: CPU {cpu / n * 1e6:6.2f} us/msg   "
+                  f"{n / wall:9,.0f} msg/s", flush=True)
+        bframe = send_frame("BenchT", 1, batch=32)
+        frames = max(4, n // 32 // 4 * 4)
+        cpu, wall = await _sends(ctrl, bframe, frames, 4)
+        print(f"{flush:11s} batch of 32, 4 frames per read: CPU {cpu / (frames * 32) * 1e6:6.2f} us/msg   "
+              f"{frames * 32 / wall:9,.0f} msg/s", flush=True)
+        if flush == "ASYNC_FLUSH":
+            dframe = send_frame("DrainT", 0, batch=32)
+            await _sends(ctrl, dframe, max(1, n // 32), 8)
+            total = max(1, n // 32) * 32
+            cpu, wall, got = await _drain(ctrl, "DrainT", 0, total)
+            print(f"{flush:11s} drain, PULL of 32: CPU {cpu / max(got, 1) * 1e6:6.2f} us/msg   "
+                  f"{got / wall:9,.0f} msg/s ({got} messages)", flush=True)
+    finally:
+        await ctrl.stop()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--n", type=int, default=40_000)
+    ap.add_argument("--flush", default="both", choices=["ASYNC_FLUSH", "SYNC_FLUSH", "both"])
+    ap.add_argument("--dir", default=tempfile.gettempdir())
+    a = ap.parse_args()
+    try:
+        import uvloop
+
+        uvloop.install()
+    except ImportError:
+        pass
+    print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
+    for flush in (("ASYNC_FLUSH", "SYNC_FLUSH") if a.flush == "both" else (a.flush,)):
+        root = tempfile.mkdtemp(dir=a.dir, prefix="mq-inproc-")
+        try:
+            asyncio.run(run_case(flush, a.n, root))
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
