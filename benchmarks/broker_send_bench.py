@@ -4,9 +4,10 @@ The broker runs in its own process (``mq broker start``, no name server); this p
 It sends PRE-ENCODED frames over raw asyncio Protocols (the Python client would be the bottleneck) and only
 counts response frames (for pulls it decodes the response header to follow ``nextBeginOffset``). 1 KB bodies
 over loopback. Each line also prints the broker process's CPU time (user + system, ``psutil``) per message
-over the measured window: on a shared, noisy machine that is the figure to compare. Memory: the broker's RSS minus the resident pages of its mapped store files (commit log,
-consume queues, index: ``psutil.Process.memory_maps()`` entries under the store directory); USS would count
-those file pages too, since no other process maps them.
+over the measured window: on a shared, noisy machine that is the figure to compare. Memory: the broker's RSS
+minus the resident pages of its mapped store files (commit log, consume queues, index:
+``psutil.Process.memory_maps()`` entries under the store directory); USS would count those file pages too,
+since no other process maps them.
 
     python benchmarks/broker_send_bench.py [--seconds 5] [--port 30911]
 """

@@ -102,6 +102,21 @@ def run_hooks(hooks: Sequence[Any], method: str, ctx: Any) -> None:
             log.exception("%s.%s failed", type(hook).__name__, method)
 
 
+@dataclass(slots=True)
+class EndTransactionContext:
+    """What a transaction producer reports when it ends a transaction (Java ``EndTransactionContext``): after
+    its own END_TRANSACTION and after answering a broker's check (``from_transaction_check``). ``state`` is a
+    ``LocalTransactionState`` (values are the Java names)."""
+
+    producer_group: str
+    message: Message
+    broker_addr: str
+    msg_id: str
+    transaction_id: str | None
+    state: Any
+    from_transaction_check: bool = False
+
+
 def attach_trace(client: Any, trace_topic: str | None = None) -> None:
     """The ``enable_trace=True`` switch of Producer, PushConsumer and TransactionProducer: attach RocketMQ's
     trace hooks and an async trace dispatcher (``mq.trace.enable``). This is the one place the client reaches up

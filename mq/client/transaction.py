@@ -24,7 +24,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Union
 
-from mq.client.hooks import SendResult, SendStatus
+from mq.client.hooks import EndTransactionContext, SendResult, SendStatus, run_hooks
 from mq.client.producer import Producer
 from mq.common import properties as P
 from mq.common import sysflag as SF
@@ -76,11 +76,22 @@ async def _resolve(value: State) -> LocalTransactionState:
 class TransactionProducer(Producer):
     def __init__(self, config: ProducerConfig | None = None, client_config: ClientConfig | None = None, *,
                  executor: Executor, checker: Checker, **kw: Any) -> None:
+        self.end_hooks: list[Any] = []  # before Producer.__init__, which may attach tracing (enable_trace=True)
         super().__init__(config, client_config, **kw)
         self.executor = executor
         self.checker = checker
         self.checks_answered = 0
         self._announced: set[str] = set()
+
+    def register_end_transaction_hook(self, hook: Any) -> None:
+        """A hook with ``end_transaction(EndTransactionContext)``, called after each END_TRANSACTION (tracing)."""
+        self.end_hooks.append(hook)
+
+    def _run_end_hooks(self, msg: Message, broker_addr: str, msg_id: str, transaction_id: str | None,
+                       state: LocalTransactionState, from_check: bool) -> None:
+        if self.end_hooks:
+            run_hooks(self.end_hooks, "end_transaction", EndTransactionContext(
+                self.group, msg, broker_addr, msg_id, transaction_id, state, from_check))
 
     async def start(self) -> "TransactionProducer":
         """Start, then learn the brokers (the route of the auto-create key topic, as Java's producer does) and
@@ -119,6 +130,7 @@ class TransactionProducer(Producer):
         except MQError as exc:
             log.warning("%s: END_TRANSACTION for %s failed (the broker will check back): %s", self.group,
                         result.msg_id, exc)
+        self._run_end_hooks(msg, result.broker_addr, result.msg_id, result.msg_id, state, False)
         return TransactionSendResult(result, state)
 
     async def _end(self, result: SendResult, state: LocalTransactionState) -> None:
@@ -154,4 +166,5 @@ class TransactionProducer(Producer):
             self.checks_answered += 1
         except MQError as exc:
             log.warning("%s: answer to the check of %s not sent: %s", self.group, uniq, exc)
+        self._run_end_hooks(msg, getattr(conn, "remote_addr", ""), uniq, hdr.transaction_id, state, True)
         await asyncio.sleep(0)

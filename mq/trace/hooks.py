@@ -34,7 +34,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Protocol
 
-from mq.client.hooks import ConsumeContext, SendContext, SendStatus
+from mq.client.hooks import ConsumeContext, EndTransactionContext, SendContext, SendStatus
 from mq.common import properties as P
 from mq.common.message import Message, MessageExt
 from mq.common.msg_id import UniqKeyGenerator
@@ -217,26 +217,6 @@ class ConsumeTraceHook:
         if elapsed_ms >= self.consume_timeout_ms:
             return ConsumeReturnType.TIME_OUT
         return ConsumeReturnType.SUCCESS if ctx.success else ConsumeReturnType.FAILED
-
-
-@dataclass(slots=True)
-class EndTransactionContext:
-    """What a transaction producer reports when it ends a transaction (Java ``EndTransactionContext``).
-
-    The hook only reads these attributes, so the client may pass its own object with the same fields (the
-    client must not import ``mq.trace``); ``state`` may be any enum whose values are the Java names."""
-
-    producer_group: str
-    message: Message
-    broker_addr: str
-    msg_id: str
-    transaction_id: str | None
-    state: LocalTransactionState
-    from_transaction_check: bool = False
-
-
-class EndTransactionHook(Protocol):
-    def end_transaction(self, ctx: EndTransactionContext) -> None: ...
 
 
 class EndTransactionTraceHook:

@@ -297,3 +297,36 @@ def test_cli_send_and_consume_with_trace_flag(run, namesrv, broker_factory):
     msg_id, data = run(main(), timeout=60)
     assert data["pubs"][0]["group"] == "MQ_CLI_PRODUCER" and data["pubs"][0]["keys"] == "cli-k"
     assert data["groups"][0]["group"] == "CG_TRACE_CLI" and data["groups"][0]["attempts"][0]["retry_times"] == 0
+
+
+def test_transaction_producer_traces_its_end_transaction(run, namesrv, broker_factory, client_config):
+    """enable_trace=True on a TransactionProducer: the half message's Pub and an EndTransaction record with the
+    committed state, found by `mq trace -i`."""
+    from mq.client.transaction import LocalTransactionState, TransactionProducer
+
+    broker = broker_factory(trace_topic_enable=True)
+
+    async def main():
+        p = TransactionProducer(ProducerConfig(group="PG_TRACE_TX"), client_config(),
+                                executor=lambda msg, arg: LocalTransactionState.COMMIT_MESSAGE,
+                                checker=lambda msg: LocalTransactionState.COMMIT_MESSAGE, enable_trace=True)
+        p.trace_dispatcher.options = FAST
+        await p.start()
+        await route_ready(p.instance, "TraceTxTopic", broker)
+        res = await p.send_in_transaction(Message("TraceTxTopic", b"tx body", properties={P.KEYS: "tx-key"}))
+        await p.shutdown()
+        async with MQAdmin([namesrv.address]) as admin:
+            deadline = asyncio.get_running_loop().time() + 20
+            while True:
+                tr = await query_trace(admin, res.msg_id)
+                if tr.end_transactions or asyncio.get_running_loop().time() > deadline:
+                    return res, tr
+
+    res, tr = run(main(), timeout=60)
+    assert res.state is LocalTransactionState.COMMIT_MESSAGE
+    assert [e.state for e in tr.end_transactions] == ["COMMIT_MESSAGE"], tr.to_dict()
+    assert tr.end_transactions[0].from_check is False
+    out = CliRunner().invoke(mq_cli, ["-n", namesrv.address, "trace", "-i", res.msg_id, "--json"])
+    assert out.exit_code == 0, out.output
+    data = json.loads(out.output)
+    assert [e["state"] for e in data["end_transactions"]] == ["COMMIT_MESSAGE"]

@@ -15,7 +15,8 @@ Batches: the ``m`` flag (``true`` or the C++ client's ``1``: our choice, so C++ 
 The put never blocks the event loop: ``put_messages_nowait`` appends at once; under ASYNC_FLUSH it returns the
 result and the response is written in the same step; under SYNC_FLUSH the store calls back from its flush
 thread when the group commit returns and the response is sent through ``LoopPoster`` (one loop wake-up per
-burst), so the worker is free for the next send. Past ``maxPendingFlushAcks`` such sends the worker awaits the flush instead (backpressure).
+burst), so the worker is free for the next send. Past ``maxPendingFlushAcks`` such sends the worker awaits the
+flush instead (backpressure).
 """
 
 from __future__ import annotations
