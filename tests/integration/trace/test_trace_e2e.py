@@ -312,7 +312,6 @@ def test_transaction_producer_traces_its_end_transaction(run, namesrv, broker_fa
                                 checker=lambda msg: LocalTransactionState.COMMIT_MESSAGE, enable_trace=True)
         p.trace_dispatcher.options = FAST
         await p.start()
-        await route_ready(p.instance, "TraceTxTopic", broker)
         res = await p.send_in_transaction(Message("TraceTxTopic", b"tx body", properties={P.KEYS: "tx-key"}))
         await p.shutdown()
         async with MQAdmin([namesrv.address]) as admin:
@@ -320,13 +319,17 @@ def test_transaction_producer_traces_its_end_transaction(run, namesrv, broker_fa
             while True:
                 tr = await query_trace(admin, res.msg_id)
                 if tr.end_transactions or asyncio.get_running_loop().time() > deadline:
-                    return res, tr
+                    break
+                await asyncio.sleep(0.2)
+        # the CLI runs in a thread while the daemons keep serving on this loop
+        out = await asyncio.to_thread(CliRunner().invoke, mq_cli,
+                                      ["-n", namesrv.address, "trace", "-i", res.msg_id, "--json"])
+        return res, tr, out
 
-    res, tr = run(main(), timeout=60)
+    res, tr, out = run(main(), timeout=60)
     assert res.state is LocalTransactionState.COMMIT_MESSAGE
     assert [e.state for e in tr.end_transactions] == ["COMMIT_MESSAGE"], tr.to_dict()
     assert tr.end_transactions[0].from_check is False
-    out = CliRunner().invoke(mq_cli, ["-n", namesrv.address, "trace", "-i", res.msg_id, "--json"])
     assert out.exit_code == 0, out.output
     data = json.loads(out.output)
     assert [e["state"] for e in data["end_transactions"]] == ["COMMIT_MESSAGE"]
