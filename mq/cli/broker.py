@@ -7,6 +7,8 @@ from pathlib import Path
 
 import click
 
+from mq.cli.common import daemon_options, stop_command
+
 
 def default_store_dir() -> Path:
     from mq.daemon import runtime
@@ -56,12 +58,7 @@ def broker() -> None:
 @click.option("--broker-id", type=int, default=None, help="0 = master.  [default: 0]")
 @click.option("--config", "config_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="YAML or broker.conf file with RocketMQ keys (brokerName, listenPort, storePathRootDir, ...).")
-@click.option("--daemon", is_flag=True, help="Detach, write a pid file and log to a file.")
-@click.option("--pid-file", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Pid file.  [default: ~/.mq/run/broker.pid]")
-@click.option("--log-file", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Log file with --daemon.  [default: ~/.mq/logs/broker.log]")
-@click.option("--log-level", default="INFO", show_default=True)
+@daemon_options("broker")
 @click.pass_context
 def start(ctx: click.Context, namesrv: str | None, host: str | None, port: int | None, advertise: str | None,
           store: Path | None, broker_name: str | None, cluster: str | None, broker_id: int | None,
@@ -110,14 +107,4 @@ def _file_sets_namesrv(path: Path) -> bool:
     return "namesrvAddr" in load_yaml(path)
 
 
-@broker.command("stop")
-@click.option("--pid-file", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Pid file.  [default: ~/.mq/run/broker.pid]")
-@click.option("--timeout", type=float, default=30.0, show_default=True, help="Seconds to wait for exit.")
-def stop(pid_file: Path | None, timeout: float) -> None:
-    """Stop the broker started with --daemon (found through its pid file)."""
-    from mq.daemon import runtime
-
-    pid_file = pid_file or runtime.default_pid_file("broker")
-    pid = runtime.stop_by_pid_file(pid_file, kind="broker", timeout=timeout)
-    click.echo(f"broker stopped (pid {pid})")
+stop = stop_command(broker, "broker", "broker", 30.0)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Awaitable, Callable, TypeVar
 
 import click
@@ -21,3 +22,37 @@ def with_admin(ctx_obj: Any, fn: Callable[[Any], Awaitable[T]], *, timeout: floa
             return await fn(admin)
 
     return run(main())
+
+
+def daemon_options(kind: str):
+    """--daemon, --pid-file, --log-file and --log-level for ``mq KIND start``."""
+    def wrap(f):
+        for opt in reversed((
+            click.option("--daemon", is_flag=True, help="Detach, write a pid file and log to a file."),
+            click.option("--pid-file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+                         help=f"Pid file.  [default: ~/.mq/run/{kind}.pid]"),
+            click.option("--log-file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+                         help=f"Log file with --daemon.  [default: ~/.mq/logs/{kind}.log]"),
+            click.option("--log-level", default="INFO", show_default=True),
+        )):
+            f = opt(f)
+        return f
+    return wrap
+
+
+def stop_command(group: click.Group, kind: str, label: str, timeout: float):
+    """``mq KIND stop``: find the daemon through its pid file, SIGTERM it and wait for it to exit."""
+    @group.command("stop")
+    @click.option("--pid-file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+                  help=f"Pid file.  [default: ~/.mq/run/{kind}.pid]")
+    @click.option("--timeout", type=float, default=timeout, show_default=True, help="Seconds to wait for exit.")
+    def stop(pid_file: Path | None, timeout: float) -> None:
+        from mq.daemon import runtime
+
+        pid_file = pid_file or runtime.default_pid_file(kind)
+        pid = runtime.stop_by_pid_file(pid_file, kind=label, timeout=timeout)
+        click.echo(f"{label} stopped (pid {pid})")
+
+    stop.__doc__ = f"Stop the {label} started with --daemon (found through its pid file)."
+    stop.help = stop.__doc__
+    return stop

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import click
 
+from mq.cli.common import daemon_options, stop_command
+
 
 @click.group()
 def namesrv() -> None:
@@ -18,12 +20,7 @@ def namesrv() -> None:
 @click.option("--port", type=int, default=None, help="Port to listen on.  [default: 9876]")
 @click.option("--config", "config_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="YAML file with RocketMQ namesrv keys (listenPort, ...).")
-@click.option("--daemon", is_flag=True, help="Detach, write a pid file and log to a file.")
-@click.option("--pid-file", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Pid file.  [default: ~/.mq/run/namesrv.pid]")
-@click.option("--log-file", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Log file with --daemon.  [default: ~/.mq/logs/namesrv.log]")
-@click.option("--log-level", default="INFO", show_default=True)
+@daemon_options("namesrv")
 def start(host: str | None, port: int | None, config_file: Path | None, daemon: bool, pid_file: Path | None,
           log_file: Path | None, log_level: str) -> None:
     """Start the name server (foreground unless --daemon)."""
@@ -60,14 +57,4 @@ def start(host: str | None, port: int | None, config_file: Path | None, daemon: 
         banner=lambda server: f"name server listening on {cfg.host}:{server.port} (Ctrl-C to stop)")
 
 
-@namesrv.command("stop")
-@click.option("--pid-file", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Pid file.  [default: ~/.mq/run/namesrv.pid]")
-@click.option("--timeout", type=float, default=15.0, show_default=True, help="Seconds to wait for exit.")
-def stop(pid_file: Path | None, timeout: float) -> None:
-    """Stop the name server started with --daemon (found through its pid file)."""
-    from mq.daemon import runtime
-
-    pid_file = pid_file or runtime.default_pid_file("namesrv")
-    pid = runtime.stop_by_pid_file(pid_file, kind="name server", timeout=timeout)
-    click.echo(f"name server stopped (pid {pid})")
+stop = stop_command(namesrv, "namesrv", "name server", 15.0)

@@ -75,11 +75,11 @@ class Header:
         return tuple(f.wire for f in cls.FIELDS)
 
     @classmethod
-    def from_ext(cls, ext: dict[str, Any] | None):  # replaced per class
-        raise NotImplementedError
+    def from_ext(cls, ext: dict[str, Any] | None):  # generated per class by @_header
+        raise TypeError(f"{cls.__name__} is not a header class: decorate it with @_header")
 
-    def to_ext(self) -> dict[str, str]:  # replaced per class
-        raise NotImplementedError
+    def to_ext(self) -> dict[str, str]:  # generated per class by @_header
+        raise TypeError(f"{type(self).__name__} is not a header class: decorate it with @_header")
 
 
 def _fields(cls: type) -> tuple[HeaderField, ...]:

@@ -13,6 +13,7 @@ FlushDiskWatcher, FlushConsumeQueueService).
 
 from __future__ import annotations
 
+import abc
 import concurrent.futures
 import logging
 import os
@@ -28,7 +29,7 @@ log = logging.getLogger(__name__)
 Fsync = Callable[[int], None]
 
 
-class PeriodicService:
+class PeriodicService(abc.ABC):
     """A daemon thread calling ``run_once`` every ``interval_ms`` until stopped (then once more)."""
 
     name = "mq-store-service"
@@ -50,8 +51,9 @@ class PeriodicService:
             except Exception:
                 log.exception("%s pass failed", self.name)
 
-    def run_once(self) -> None:  # pragma: no cover - overridden
-        raise NotImplementedError
+    @abc.abstractmethod
+    def run_once(self) -> None:
+        """One pass of the service's work."""
 
     def stop(self, *, final_pass: bool = True) -> None:
         self._stop.set()
@@ -65,27 +67,39 @@ class PeriodicService:
                 log.exception("%s final pass failed", self.name)
 
 
-class AsyncFlushService(PeriodicService):
+class PagedFlushService(PeriodicService):
+    """A periodic flush that writes back only when ``least_pages`` pages are dirty, and everything once every
+    ``thorough_ms`` (RocketMQ's flushLeastPages / flushThoroughInterval)."""
+
+    def __init__(self, interval_ms: int, least_pages: int, thorough_ms: int) -> None:
+        super().__init__(interval_ms)
+        self.least_pages = least_pages
+        self.thorough_ms = thorough_ms
+        self._last_thorough = time.monotonic()
+
+    def pages_due(self, force: bool) -> int:
+        """How many dirty pages this pass needs before it flushes (0: flush whatever is dirty)."""
+        now = time.monotonic()
+        if force or (now - self._last_thorough) * 1000 >= self.thorough_ms:
+            self._last_thorough = now
+            return 0
+        return self.least_pages
+
+
+class AsyncFlushService(PagedFlushService):
     name = "mq-store-flush-commitlog"
 
     def __init__(self, commit_log: CommitLog, *, interval_ms: int, least_pages: int, thorough_ms: int,
                  on_flushed: Callable[[int], None], on_error: Callable[[BaseException], None],
                  fsync: Fsync = os.fdatasync) -> None:
-        super().__init__(interval_ms)
+        super().__init__(interval_ms, least_pages, thorough_ms)
         self.commit_log = commit_log
-        self.least_pages = least_pages
-        self.thorough_ms = thorough_ms
         self.on_flushed = on_flushed
         self.on_error = on_error
         self.fsync = fsync
-        self._last_thorough = time.monotonic()
 
     def run_once(self, *, force: bool = False) -> None:
-        now = time.monotonic()
-        pages = self.least_pages
-        if force or (now - self._last_thorough) * 1000 >= self.thorough_ms:
-            pages = 0
-            self._last_thorough = now
+        pages = self.pages_due(force)
         ts = self.commit_log.last_store_timestamp
         q = self.commit_log.queue
         before = q.flushed_where
@@ -294,26 +308,19 @@ class GroupCommitService:
             pass
 
 
-class ConsumeQueueFlushService(PeriodicService):
+class ConsumeQueueFlushService(PagedFlushService):
     """Flush dirty consume queues and then the checkpoint (RocketMQ FlushConsumeQueueService)."""
 
     name = "mq-store-flush-cq"
 
     def __init__(self, queues: Callable[[], list], *, interval_ms: int, least_pages: int, thorough_ms: int,
                  after: Callable[[], None]) -> None:
-        super().__init__(interval_ms)
+        super().__init__(interval_ms, least_pages, thorough_ms)
         self.queues = queues
-        self.least_pages = least_pages
-        self.thorough_ms = thorough_ms
         self.after = after
-        self._last_thorough = time.monotonic()
 
     def run_once(self, *, force: bool = False) -> None:
-        now = time.monotonic()
-        pages = self.least_pages
-        if force or (now - self._last_thorough) * 1000 >= self.thorough_ms:
-            pages = 0
-            self._last_thorough = now
+        pages = self.pages_due(force)
         for cq in self.queues():
             try:
                 cq.flush(pages)

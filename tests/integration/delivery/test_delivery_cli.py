@@ -9,7 +9,7 @@ import time
 
 import click
 import pytest
-from delivery_helpers import make_topic, wait_for
+from .delivery_helpers import make_topic, wait_for
 
 from mq.cli.delivery_options import delivery_properties, parse_duration, parse_time
 from mq.common.record import decode_record

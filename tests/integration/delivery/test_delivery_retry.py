@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import time
 
-from delivery_helpers import FAST_LEVELS, make_topic, wait_for
+from .delivery_helpers import FAST_LEVELS, make_topic, wait_for
 
 from mq.client.consumer import PushConsumer
 from mq.client.hooks import ConsumeStatus, SendStatus

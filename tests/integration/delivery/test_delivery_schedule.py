@@ -6,7 +6,7 @@ import json
 import time
 from pathlib import Path
 
-from delivery_helpers import make_topic, wait_for
+from .delivery_helpers import make_topic, wait_for
 
 from mq.client.producer import Producer
 from mq.common import properties as P

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from delivery_helpers import make_topic, wait_for
+from .delivery_helpers import make_topic, wait_for
 
 from mq.client.producer import Producer
 from mq.common import properties as P

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from delivery_helpers import make_topic, wait_for
+from .delivery_helpers import make_topic, wait_for
 
 from mq.client.transaction import LocalTransactionState as S
 from mq.client.transaction import TransactionProducer

@@ -1,11 +1,10 @@
 """Trace analytics integration fixtures: the real name server and broker fixtures of
-tests/integration/broker/conftest.py (loaded by path), a helper that feeds synthetic trace messages into a
+tests/integration/conftest.py (inherited), a helper that feeds synthetic trace messages into a
 broker's trace topic, and one that runs the `mq` CLI as a process while the daemons keep serving."""
 
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import json
 import os
 import sys
@@ -14,17 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-_spec = importlib.util.spec_from_file_location("_mq_broker_fixtures_ta",
-                                               Path(__file__).parents[1] / "broker" / "conftest.py")
-_mod = importlib.util.module_from_spec(_spec)
-sys.modules[_spec.name] = _mod
-_spec.loader.exec_module(_mod)
-
-loop = _mod.loop
-run = _mod.run
-namesrv = _mod.namesrv
-broker_factory = _mod.broker_factory
 
 TRACE_TOPIC = "RMQ_SYS_TRACE_TOPIC"
 MQ = str(Path(sys.executable).parent / "mq")

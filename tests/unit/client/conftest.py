@@ -8,11 +8,9 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
+from mq.config import ClientConfig
 
-from fake_broker import start_cluster, stop_cluster  # noqa: E402
-
-from mq.config import ClientConfig  # noqa: E402
+from .fake_broker import start_cluster, stop_cluster
 
 _ids = itertools.count()
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 from click.testing import CliRunner
-from fake_broker import start_cluster, stop_cluster
+from .fake_broker import start_cluster, stop_cluster
 
 from mq.cli.main import cli
 from mq.client.sync import LoopThread

@@ -4,7 +4,7 @@ import threading
 import time
 
 import pytest
-from conftest import inner, small_config
+from .conftest import inner, small_config
 
 from mq.common.record import decode_record, decode_records
 from mq.common.tags import java_hash_code

@@ -3,7 +3,7 @@
 import os
 import time
 
-from conftest import inner
+from .conftest import inner
 
 from mq.store.status import GetMessageStatus as G
 from mq.store.status import PutMessageStatus as P

@@ -8,7 +8,7 @@ from click.testing import CliRunner
 
 from mq.cli.main import cli
 
-from conftest import inner
+from .conftest import inner
 
 
 def run(*args: str):

@@ -4,7 +4,7 @@ import os
 import struct
 import zlib
 
-from conftest import inner
+from .conftest import inner
 
 from mq.common.record import BLANK_MAGIC_CODE, decode_record
 from mq.store.status import PutMessageStatus

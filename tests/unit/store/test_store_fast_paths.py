@@ -7,7 +7,7 @@ import random
 import threading
 import time
 
-from conftest import inner
+from .conftest import inner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

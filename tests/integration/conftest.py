@@ -1,8 +1,8 @@
-"""Fixtures: a real name server and broker in-process on 127.0.0.1 port 0, with a tmp_path store.
+"""Fixtures for every integration test: a real name server and broker in-process on 127.0.0.1 port 0, with a
+tmp_path store, and client configurations pointing at them.
 
 Every fixture runs its daemons on the test's own event loop (``run`` drives coroutines on it) and always
-stops them. Reuse from any test package with ``pytest_plugins = ["tests.integration.broker.conftest"]`` or by
-importing the factories:
+stops them:
 
     run(coro, timeout=20)          run a coroutine on the test's loop (uvloop when installed)
     namesrv                        a started NamesrvServer; ``namesrv.address``
@@ -12,6 +12,7 @@ importing the factories:
     broker                         broker_factory() with defaults
     cluster                        ``Cluster(namesrv, broker, namesrv_addr, broker_addr, run)``
     client                         a RemotingClient on the same loop, closed after the test
+    client_config(**overrides)     a ClientConfig for ``namesrv`` with a unique instance name
 """
 
 from __future__ import annotations
@@ -127,3 +128,18 @@ def client(run):
     c = RemotingClient(name="test-client")
     yield c
     run(c.close())
+
+
+_client_ids = itertools.count()
+
+
+@pytest.fixture
+def client_config(namesrv, tmp_path):
+    from mq.config import ClientConfig
+
+    def make(**kw) -> ClientConfig:
+        kw.setdefault("instance_name", f"it{next(_client_ids)}")
+        kw.setdefault("client_ip", "127.0.0.1")
+        kw.setdefault("local_offset_store_dir", str(tmp_path / "offsets"))
+        return ClientConfig(namesrv_addr=namesrv.address, **kw)
+    return make
