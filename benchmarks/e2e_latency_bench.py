@@ -1,0 +1,147 @@
+"""End-to-end latency, send -> push-consumer callback, at a fixed rate, with every party in its own process.
+
+The name server and the broker run as `mq namesrv start` / `mq broker start`; the producer (the load generator)
+is a separate Python process sending 1 KB messages at ``--rate`` msg/s; this process runs the push consumer and
+measures, per message, the time from the producer's born timestamp to the listener callback (one machine, one
+clock). Prints p50/p99/max and the rate actually reached.
+
+    python benchmarks/e2e_latency_bench.py [--rate 5000] [--seconds 20] [--size 1024]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+PRODUCER = r'''
+import asyncio, sys, time
+from mq.client.producer import Producer
+from mq.common.message import Message
+from mq.config import ClientConfig, ProducerConfig
+from mq.remoting import run
+
+ns, topic, rate, seconds, size = sys.argv[1], sys.argv[2], float(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5])
+
+async def main():
+    p = await Producer(ProducerConfig(group="bench_e2e_p"), ClientConfig(namesrv_addr=ns, instance_name="e2ep",
+                                                                        client_ip="127.0.0.1")).start()
+    body = b"x" * size
+    await p.send(Message(topic, body))
+    sent, failed = 0, 0
+    start = time.monotonic()
+    pending = set()
+    i = 0
+    while True:
+        now = time.monotonic()
+        if now - start >= seconds:
+            break
+        due = int((now - start) * rate) - i          # messages owed by now
+        for _ in range(min(due, 256)):
+            fut = asyncio.ensure_future(p.send(Message(topic, body)))
+            pending.add(fut)
+            fut.add_done_callback(pending.discard)
+            i += 1
+        await asyncio.sleep(0.001)
+    if pending:
+        done, _ = await asyncio.wait(pending, timeout=30)
+        failed = sum(1 for f in done if f.exception() is not None)
+    await p.shutdown()
+    print(f"SENT {i} FAILED {failed} SECONDS {time.monotonic() - start:.2f}", flush=True)
+
+run(main())
+'''
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_port(port: int) -> None:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), 0.2).close()
+            return
+        except OSError:
+            time.sleep(0.1)
+    raise SystemExit(f"nothing listens on {port}")
+
+
+def pct(values: list[float], p: float) -> float:
+    s = sorted(values)
+    return s[min(len(s) - 1, int(round(p / 100 * (len(s) - 1))))] if s else 0.0
+
+
+async def consume(ns: str, topic: str, args, lat: list[float]) -> None:
+    from mq.client.consumer import PushConsumer
+    from mq.client.hooks import ConsumeStatus
+    from mq.config import ClientConfig, ConsumerConfig
+
+    def listener(msgs, ctx):
+        now = time.time() * 1000
+        lat.extend(now - m.born_timestamp for m in msgs)
+        return ConsumeStatus.CONSUME_SUCCESS
+
+    c = PushConsumer(ConsumerConfig(group="bench_e2e_c", consume_from_where="FIRST"), listener,
+                     ClientConfig(namesrv_addr=ns, instance_name="e2ec", client_ip="127.0.0.1"))
+    c.subscribe(topic)
+    await c.start()
+    prod = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", PRODUCER, ns, topic, str(args.rate), str(args.seconds), str(args.size),
+        stdout=asyncio.subprocess.PIPE)
+    out, _ = await prod.communicate()
+    line = out.decode().strip().splitlines()[-1]
+    sent = int(line.split()[1])
+    deadline = time.monotonic() + 30
+    while len(lat) < sent and time.monotonic() < deadline:
+        await asyncio.sleep(0.1)
+    await c.shutdown()
+    print(f"producer: {line}")
+    warm = lat[len(lat) // 20:]  # drop the first 5 % (route discovery, rebalance)
+    print(f"end to end, 1 producer process -> broker process -> push consumer, {args.size} B at "
+          f"{args.rate:,.0f} msg/s offered: {sent / args.seconds:,.0f} msg/s sent, {len(lat)} received")
+    print(f"  born -> callback p50 {pct(warm, 50):.1f} ms   p99 {pct(warm, 99):.1f} ms   max {max(warm):.1f} ms")
+    print(f"  load average: {os.getloadavg()[0]:.2f}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rate", type=float, default=5000.0)
+    ap.add_argument("--seconds", type=float, default=20.0)
+    ap.add_argument("--size", type=int, default=1024)
+    args = ap.parse_args()
+    home = tempfile.mkdtemp(prefix="mq-e2e-bench-")
+    env = dict(os.environ, MQ_HOME=home)
+    ns_port, br_port = free_port(), free_port()
+    procs = [subprocess.Popen([sys.executable, "-m", "mq.cli.main", "namesrv", "start", "--port", str(ns_port),
+                               "--log-level", "WARNING"], env=env, stderr=subprocess.DEVNULL)]
+    try:
+        wait_port(ns_port)
+        procs.append(subprocess.Popen([sys.executable, "-m", "mq.cli.main", "broker", "start", "--namesrv",
+                                       f"127.0.0.1:{ns_port}", "--port", str(br_port), "--store",
+                                       os.path.join(home, "store"), "--log-level", "WARNING"], env=env,
+                                      stderr=subprocess.DEVNULL))
+        wait_port(br_port)
+        ns = f"127.0.0.1:{ns_port}"
+        subprocess.run([sys.executable, "-m", "mq.cli.main", "-n", ns, "updateTopic", "-t", "BenchE2E", "-c",
+                        "DefaultCluster", "-r", "4", "-w", "4"], env=env, check=True, capture_output=True)
+        from mq.remoting import run
+
+        lat: list[float] = []
+        run(consume(ns, "BenchE2E", args, lat))
+    finally:
+        for p in reversed(procs):
+            p.terminate()
+            p.wait(timeout=30)
+
+
+if __name__ == "__main__":
+    main()
