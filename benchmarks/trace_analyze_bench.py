@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -23,6 +24,10 @@ from mq.trace.synthetic import GroundTruth, SyntheticConfig, generate, write_raw
 RECORDS_PER_MESSAGE = 4.3
 
 
+def _load() -> str:
+    return "/".join(f"{x:.2f}" for x in os.getloadavg())
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--records", type=int, default=5_000_000, help="approximate number of trace records")
@@ -30,6 +35,7 @@ def main() -> int:
     ap.add_argument("--driver-memory", default="3g")
     ap.add_argument("--workdir", default=None, help="keep data here (default: a temporary directory)")
     ap.add_argument("--skip-generate", action="store_true", help="reuse WORKDIR/archive")
+    ap.add_argument("--repeat", type=int, default=1, help="analyze the archive this many times (same data)")
     a = ap.parse_args()
 
     work = Path(a.workdir or tempfile.mkdtemp(prefix="mq-trace-bench-"))
@@ -39,7 +45,7 @@ def main() -> int:
     # One hour of traffic: ~1,400 messages/s for 5 M records.
     cfg = SyntheticConfig(messages=messages, duration_ms=3_600_000, max_records_per_body=200)
     truth = GroundTruth()
-    print(f"workdir {work}")
+    print(f"workdir {work}; cpus {os.cpu_count()}; load average {_load()}", flush=True)
     if not a.skip_generate:
         shutil.rmtree(raw, ignore_errors=True)
         t0 = time.perf_counter()
@@ -59,18 +65,22 @@ def main() -> int:
         since, until = cfg.start_ms, truth.max_timestamp + 60_000  # leftovers flush after the last record
     else:
         since, until = cfg.start_ms, cfg.start_ms + 48 * 3_600_000
-    t0 = time.perf_counter()
-    stages: list[str] = []
-    run_job(
-        ["--input-format", "parquet", "--input", str(archive), "--since-ms", str(since), "--until-ms", str(until),
-         "--grace-ms", "600000"],
-        out, options=opts, on_progress=lambda p: stages.append(f"{p.stage}@{p.elapsed:.1f}s"),
-    )  # fmt: skip
-    total = time.perf_counter() - t0
-    report = json.loads((out / "report.json").read_text())
-    n = report["records"]["in_window"]
-    print(f"analyzed {n:,} records on {a.master} in {total:.1f} s wall (spark-submit included) = {n / total:,.0f} records/s")
-    print("job stages: " + ", ".join(stages))
+    for _ in range(a.repeat):
+        load_before = _load()
+        t0 = time.perf_counter()
+        run_job(
+            ["--input-format", "parquet", "--input", str(archive), "--since-ms", str(since), "--until-ms",
+             str(until), "--grace-ms", "600000"],
+            out, options=opts,
+        )  # fmt: skip
+        total = time.perf_counter() - t0
+        report = json.loads((out / "report.json").read_text())
+        n = report["records"]["in_window"]
+        t = report["timings"]
+        print(f"analyzed {n:,} records on {a.master} in {total:.1f} s wall (spark-submit included) = "
+              f"{n / total:,.0f} records/s; load average before {load_before}, after {_load()}", flush=True)
+        print("job stages (s): " + ", ".join(f"{k} {v:.1f}" for k, v in t.items() if not k.startswith("table:"))
+              + f"; report tables {sum(v for k, v in t.items() if k.startswith('table:')):.1f}", flush=True)
     s = report["sections"]
     print(f"found: stuck {s['stuck']['unconsumed_total']:,}, unfinished {s['stuck']['unfinished_total']:,}, "
           f"duplicates {s['duplicates']['total']:,}, malformed {report['records']['malformed_total']:,}")  # fmt: skip

@@ -88,17 +88,21 @@ def main() -> int:
              "--chunk-messages", str(a.chunk_messages))
     try:
         if "export" not in skip:
+            load = os.getloadavg()[0]
             dt, e, stages = cli(ns.address, "trace", "export", "--to", str(work / "archive"), "--json", *spark)
             print(f"export: {e['records']:,} records (+{e['malformed_total']:,} malformed) in {dt:.1f} s = "
-                  f"{e['records'] / dt:,.0f} records/s end to end; job timings {e['timings']}", flush=True)
+                  f"{e['records'] / dt:,.0f} records/s end to end; "
+                  f"load average {load:.2f} -> {os.getloadavg()[0]:.2f}; "
+                  f"job timings {e['timings']}", flush=True)
         for name, extra in (("live", ()), ("archive", ("--input", str(work / "archive")))):
             if name in skip or (name == "archive" and "export" in skip):
                 continue
+            load = os.getloadavg()[0]
             dt, r, stages = cli(ns.address, "trace", "analyze", "--since", "2h", "--json", "--top-ids", "10",
                                 *extra, *spark)
             n = r["records"]["in_window"]
             print(f"analyze ({name}): {n:,} records in window in {dt:.1f} s = {n / dt:,.0f} records/s end to end "
-                  f"(missing {len(r['missing'])}); job timings: "
+                  f"(missing {len(r['missing'])}); load average {load:.2f} -> {os.getloadavg()[0]:.2f}; job timings: "
                   f"{ {k: v for k, v in r['timings'].items() if not k.startswith('table:')} }", flush=True)
     finally:
         loop.call_soon_threadsafe(loop.stop)

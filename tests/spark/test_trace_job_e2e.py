@@ -25,7 +25,8 @@ def test_job_finds_what_the_generator_planted(tmp_path, spark) -> None:  # type:
     out = run_job(
         ["--input-format", "raw", "--input", str(tmp_path / "raw"), "--since-ms", str(truth.min_timestamp),
          "--until-ms", str(until), "--grace-ms", "600000", "--bucket-ms", "60000", "--top-ids", "1000"],
-        tmp_path / "out", options=SubmitOptions(master="local[1]", conf={"spark.driver.memory": "768m"}),
+        tmp_path / "out",
+        options=SubmitOptions(master="local[1]", conf={"spark.driver.memory": "768m", "spark.ui.enabled": "false"}),
         on_progress=progress.append,
     )  # fmt: skip
     assert [p.stage for p in progress][:2] == ["session", "load"] and progress[-1].stage == "done"

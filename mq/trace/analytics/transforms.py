@@ -140,7 +140,7 @@ def message_group_facts(
     not consumed and (max_retry >= max_reconsume_times or a %DLQ% record); lag and e2e as in the module doc.
     """
     subs = subscriptions(pubs, dels)
-    base = pubs.where("consumable").join(subs, "topic")
+    base = pubs.where("consumable").join(F.broadcast(subs), "topic")  # a few (topic, group) rows
     j = base.join(dels, ["msg_id", "group"], "left").join(
         dlq.withColumn("dlq_mark", F.lit(True)), ["msg_id", "group"], "left"
     )

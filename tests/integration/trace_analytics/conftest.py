@@ -16,6 +16,18 @@ import pytest
 
 TRACE_TOPIC = "RMQ_SYS_TRACE_TOPIC"
 MQ = str(Path(sys.executable).parent / "mq")
+#: Light local Spark for the CLI runs: one core, small driver, no UI, two shuffle partitions.
+SPARK = ("--master", "local[1]", "--conf", "spark.driver.memory=512m", "--conf", "spark.sql.shuffle.partitions=2",
+         "--conf", "spark.ui.enabled=false")
+
+
+def window_cfg(messages: int, seed: int, start_ms: int, **kw: Any) -> Any:
+    """Ten minutes of traffic with stuck, unfinished and duplicated pairs planted; no dead letters (their 17
+    attempts span hours, beyond a 1 h window)."""
+    from mq.trace.synthetic import SyntheticConfig
+
+    return SyntheticConfig(messages=messages, seed=seed, start_ms=start_ms, duration_ms=10 * 60_000, dlq_rate=0.0,
+                           stuck_rate=0.01, unfinished_rate=0.01, duplicate_rate=0.01, **kw)
 
 
 @pytest.fixture

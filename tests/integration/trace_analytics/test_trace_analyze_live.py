@@ -1,26 +1,16 @@
 """`mq trace analyze` / `mq trace export` end to end against real daemons: synthetic trace messages sent
 into a broker's RMQ_SYS_TRACE_TOPIC (SEND_MESSAGE_V2, keys = trans keys), the CLI run as a process
-(spark-submit, local[1]), its --json report checked against what the generator planted."""
+(spark-submit, local[1]), its --json report checked against what the generator planted. The incremental
+export and the archive analysis are in test_trace_cluster_mode.py (one flow shared with the standalone cluster)."""
 
 from __future__ import annotations
-
-import json
-from pathlib import Path
 
 import pytest
 
 from mq.trace.live_reader import MissingRange, plan_read, read_chunk
-from mq.trace.synthetic import GroundTruth, SyntheticConfig
+from mq.trace.synthetic import GroundTruth
 
-from .conftest import TRACE_TOPIC, feed, now_ms, report_of
-
-SPARK = ("--master", "local[1]", "--conf", "spark.driver.memory=768m", "--conf", "spark.sql.shuffle.partitions=2")
-
-
-def _cfg(messages: int, seed: int, start_ms: int, **kw) -> SyntheticConfig:  # type: ignore[no-untyped-def]
-    # No dead letters: their 17 attempts span hours, beyond a 1 h window.
-    return SyntheticConfig(messages=messages, seed=seed, start_ms=start_ms, duration_ms=10 * 60_000, dlq_rate=0.0,
-                           stuck_rate=0.01, unfinished_rate=0.01, duplicate_rate=0.01, **kw)
+from .conftest import SPARK, TRACE_TOPIC, feed, now_ms, report_of, window_cfg
 
 
 @pytest.mark.spark
@@ -29,9 +19,10 @@ def test_live_analyze_counts_latencies_stuck_ids_and_names_the_down_broker(run, 
     a = broker_factory(trace_topic_enable=True)
     b = broker_factory(trace_topic_enable=True, broker_name="broker-b")
     truth = GroundTruth()
-    cfg = _cfg(600, 5, now_ms() - 45 * 60_000, failing_groups=("CG_audit",), stalled_groups=(("CG_archive", 0.5),))
+    cfg = window_cfg(600, 5, now_ms() - 45 * 60_000, failing_groups=("CG_audit",),
+                     stalled_groups=(("CG_archive", 0.5),))
     feed(run, a, cfg, truth)
-    feed(run, b, _cfg(20, 9, now_ms() - 30 * 60_000), GroundTruth())
+    feed(run, b, window_cfg(20, 9, now_ms() - 30 * 60_000), GroundTruth())
     run(b.server.stop())  # broker-b hangs: still in the route (its name server channel is open), unreachable
 
     r = report_of(*mq_cli("trace", "analyze", "--since", "1h", "--json", "--top-ids", "1000", *SPARK))
@@ -64,36 +55,9 @@ def test_live_analyze_counts_latencies_stuck_ids_and_names_the_down_broker(run, 
     assert s["health"]["negative_lag"] == len(truth.skewed)
 
 
-@pytest.mark.spark
-@pytest.mark.slow
-def test_export_is_incremental_and_the_archive_analyzes(run, trace_broker, mq_cli, tmp_path: Path) -> None:
-    t1, t2 = GroundTruth(), GroundTruth()
-    feed(run, trace_broker, _cfg(300, 1, now_ms() - 50 * 60_000), t1)
-    archive = tmp_path / "archive"
-    e1 = report_of(*mq_cli("trace", "export", "--to", str(archive), "--since", "2h", "--json", *SPARK))
-    assert e1["records"] == t1.records and e1["malformed_total"] == t1.malformed
-    cursors = json.loads((archive / "_mq_cursors.json").read_text())["cursors"]
-    assert cursors == {f"broker-a/{TRACE_TOPIC}/0": t1.bodies}
-    assert any(p.name.startswith("date=") for p in archive.iterdir())
-
-    feed(run, trace_broker, _cfg(200, 2, now_ms() - 30 * 60_000), t2)
-    e2 = report_of(*mq_cli("trace", "export", "--to", str(archive), "--json", *SPARK))
-    assert e2["previous_cursors"] == cursors
-    assert e2["plan"]["messages"] == t2.bodies  # only the new trace messages were fetched
-    assert e2["records"] == t2.records
-    assert e2["cursors"] == {f"broker-a/{TRACE_TOPIC}/0": t1.bodies + t2.bodies}
-
-    r = report_of(*mq_cli("trace", "analyze", "--input", str(archive), "--since", "1h", "--no-compare", "--json",
-                          "--out", str(tmp_path / "out"), *SPARK))
-    assert r["records"]["in_window"] == t1.records + t2.records
-    assert r["records"]["malformed_total"] == t1.malformed + t2.malformed
-    assert (tmp_path / "out" / "csv" / "stuck_unconsumed.csv").read_text().count("\n") == len(t1.stuck | t2.stuck) + 1
-    assert (tmp_path / "out" / "tables" / "completeness").is_dir()
-
-
 def test_a_broker_dying_mid_read_becomes_missing_ranges(run, namesrv, trace_broker) -> None:
     truth = GroundTruth()
-    feed(run, trace_broker, _cfg(200, 3, now_ms() - 20 * 60_000), truth)
+    feed(run, trace_broker, window_cfg(200, 3, now_ms() - 20 * 60_000), truth)
 
     async def plan_and_read():  # type: ignore[no-untyped-def]
         import asyncio
