@@ -11,11 +11,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import subprocess
 import sys
-import tempfile
 import time
+
+from bench_daemons import daemons, percentile as pct
 
 PRODUCER = r'''
 import json, sys, time
@@ -38,51 +38,15 @@ print(json.dumps({"lat": lat}))
 '''
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_port(port: int, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), 0.2).close()
-            return
-        except OSError:
-            time.sleep(0.1)
-    raise SystemExit(f"nothing listens on {port}")
-
-
-def pct(values: list[float], p: float) -> float:
-    s = sorted(values)
-    return s[min(len(s) - 1, int(round(p / 100 * (len(s) - 1))))]
-
-
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--count", type=int, default=5000)
     ap.add_argument("--flush", default="ASYNC_FLUSH", choices=["ASYNC_FLUSH", "SYNC_FLUSH"])
     args = ap.parse_args()
-    home = tempfile.mkdtemp(prefix="mq-cpp-bench-")
-    env = dict(os.environ, MQ_HOME=home)
-    ns_port, br_port = free_port(), free_port()
-    conf = os.path.join(home, "broker.yaml")
-    with open(conf, "w") as f:
-        f.write(f"flushDiskType: {args.flush}\n")
-    procs = [subprocess.Popen([sys.executable, "-m", "mq.cli.main", "namesrv", "start", "--port", str(ns_port),
-                               "--log-level", "WARNING"], env=env, stderr=subprocess.DEVNULL)]
-    try:
-        wait_port(ns_port)
-        procs.append(subprocess.Popen([sys.executable, "-m", "mq.cli.main", "broker", "start", "--namesrv",
-                                       f"127.0.0.1:{ns_port}", "--port", str(br_port), "--store",
-                                       os.path.join(home, "store"), "--config", conf, "--log-level", "WARNING"],
-                                      env=env, stderr=subprocess.DEVNULL))
-        wait_port(br_port)
+    with daemons(broker_yaml=f"flushDiskType: {args.flush}\n") as (ns, _env):
         time.sleep(1.0)
-        out = subprocess.run([sys.executable, "-c", PRODUCER, f"127.0.0.1:{ns_port}", "CppLatency",
-                              str(args.count)], capture_output=True, text=True, timeout=600)
+        out = subprocess.run([sys.executable, "-c", PRODUCER, ns, "CppLatency", str(args.count)],
+                             capture_output=True, text=True, timeout=600)
         if out.returncode != 0:
             raise SystemExit(out.stderr[-2000:])
         lat = json.loads([ln for ln in out.stdout.splitlines() if ln.startswith("{")][-1])["lat"]
@@ -91,10 +55,6 @@ def main() -> None:
         print(f"  p50 {pct(ms, 50):.3f} ms   p90 {pct(ms, 90):.3f} ms   p99 {pct(ms, 99):.3f} ms   "
               f"max {max(ms):.3f} ms   ({len(ms) / sum(lat):,.0f} sends/s)")
         print(f"  load average during the run: {os.getloadavg()[0]:.2f}")
-    finally:
-        for p in reversed(procs):
-            p.terminate()
-            p.wait(timeout=30)
 
 
 if __name__ == "__main__":

@@ -13,11 +13,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import socket
 import subprocess
 import sys
-import tempfile
 import time
+
+from bench_daemons import daemons, percentile as pct
 
 PRODUCER = r'''
 import asyncio, sys, time
@@ -58,28 +58,6 @@ run(main())
 '''
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_port(port: int) -> None:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), 0.2).close()
-            return
-        except OSError:
-            time.sleep(0.1)
-    raise SystemExit(f"nothing listens on {port}")
-
-
-def pct(values: list[float], p: float) -> float:
-    s = sorted(values)
-    return s[min(len(s) - 1, int(round(p / 100 * (len(s) - 1))))] if s else 0.0
-
-
 async def consume(ns: str, topic: str, args, lat: list[float]) -> None:
     from mq.client.consumer import PushConsumer
     from mq.client.hooks import ConsumeStatus
@@ -118,29 +96,13 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=20.0)
     ap.add_argument("--size", type=int, default=1024)
     args = ap.parse_args()
-    home = tempfile.mkdtemp(prefix="mq-e2e-bench-")
-    env = dict(os.environ, MQ_HOME=home)
-    ns_port, br_port = free_port(), free_port()
-    procs = [subprocess.Popen([sys.executable, "-m", "mq.cli.main", "namesrv", "start", "--port", str(ns_port),
-                               "--log-level", "WARNING"], env=env, stderr=subprocess.DEVNULL)]
-    try:
-        wait_port(ns_port)
-        procs.append(subprocess.Popen([sys.executable, "-m", "mq.cli.main", "broker", "start", "--namesrv",
-                                       f"127.0.0.1:{ns_port}", "--port", str(br_port), "--store",
-                                       os.path.join(home, "store"), "--log-level", "WARNING"], env=env,
-                                      stderr=subprocess.DEVNULL))
-        wait_port(br_port)
-        ns = f"127.0.0.1:{ns_port}"
+    with daemons() as (ns, env):
         subprocess.run([sys.executable, "-m", "mq.cli.main", "-n", ns, "updateTopic", "-t", "BenchE2E", "-c",
                         "DefaultCluster", "-r", "4", "-w", "4"], env=env, check=True, capture_output=True)
         from mq.remoting import run
 
         lat: list[float] = []
         run(consume(ns, "BenchE2E", args, lat))
-    finally:
-        for p in reversed(procs):
-            p.terminate()
-            p.wait(timeout=30)
 
 
 if __name__ == "__main__":

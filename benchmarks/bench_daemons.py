@@ -1,0 +1,64 @@
+"""Helpers for benchmarks that run the name server and broker as their own processes (`mq ... start`)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from contextlib import contextmanager
+from typing import Iterator
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_port(port: int, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), 0.2).close()
+            return
+        except OSError:
+            time.sleep(0.1)
+    raise SystemExit(f"nothing listens on 127.0.0.1:{port}")
+
+
+def percentile(values: list[float], p: float) -> float:
+    """Nearest-rank percentile (0 for no values)."""
+    s = sorted(values)
+    return s[min(len(s) - 1, int(round(p / 100 * (len(s) - 1))))] if s else 0.0
+
+
+@contextmanager
+def daemons(*, broker: bool = True, broker_yaml: str = "") -> Iterator[tuple[str, dict[str, str]]]:
+    """Start `mq namesrv start` (and `mq broker start`) on free ports with a temporary MQ_HOME and store; yield
+    (name server address, environment) and always stop them."""
+    home = tempfile.mkdtemp(prefix="mq-bench-")
+    env = dict(os.environ, MQ_HOME=home)
+    ns_port = free_port()
+    procs = [subprocess.Popen([sys.executable, "-m", "mq.cli.main", "namesrv", "start", "--port", str(ns_port),
+                               "--log-level", "WARNING"], env=env, stderr=subprocess.DEVNULL)]
+    try:
+        wait_port(ns_port)
+        if broker:
+            br_port = free_port()
+            argv = [sys.executable, "-m", "mq.cli.main", "broker", "start", "--namesrv", f"127.0.0.1:{ns_port}",
+                    "--port", str(br_port), "--store", os.path.join(home, "store"), "--log-level", "WARNING"]
+            if broker_yaml:
+                conf = os.path.join(home, "broker.yaml")
+                with open(conf, "w") as f:
+                    f.write(broker_yaml)
+                argv += ["--config", conf]
+            procs.append(subprocess.Popen(argv, env=env, stderr=subprocess.DEVNULL))
+            wait_port(br_port)
+        yield f"127.0.0.1:{ns_port}", env
+    finally:
+        for p in reversed(procs):
+            p.terminate()
+            p.wait(timeout=30)
