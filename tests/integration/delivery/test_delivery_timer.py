@@ -127,3 +127,24 @@ def test_far_timers_roll_and_arrive_on_time(broker_factory, run, client_config):
     assert broker.timer_service.rolled == 2 and m.properties["TIMER_ROLL_TIMES"] == "2"
     # each roll put a fresh copy in the timer topic
     assert broker.store.get_max_offset("rmq_sys_wheel_timer", 0) == 3
+
+
+def test_a_batch_with_a_timer_property_is_refused(broker, client, run):
+    """A batch is stored as it is, so a timed message inside one would be delivered at once: refused instead."""
+    from mq.common import properties as P
+    from mq.common.message import Message
+    from mq.common.record import encode_batch
+    from mq.protocol import headers as H
+    from mq.protocol.codes import RequestCode, ResponseCode
+    from mq.protocol.command import RemotingCommand
+
+    body = encode_batch([Message("TimedBatch", b"a", properties={P.KEYS: "k1"}),
+                         Message("TimedBatch", b"b", properties={"TIMER_DELAY_SEC": "30"})])
+    hdr = H.SendMessageRequestHeaderV2(producer_group="PG", topic="TimedBatch", default_topic="TBW102",
+                                       default_topic_queue_nums=4, queue_id=0, sys_flag=0, born_timestamp=0, flag=0,
+                                       properties="", batch=True)
+    resp = run(client.invoke(broker.address, RemotingCommand.request(RequestCode.SEND_BATCH_MESSAGE, hdr.to_ext(),
+                                                                       body)))
+    assert resp.code == ResponseCode.MESSAGE_ILLEGAL
+    assert "not supported in a batch" in resp.remark
+    assert broker.store.get_max_offset("TimedBatch", 0) == 0  # nothing stored

@@ -35,6 +35,7 @@ from mq.common.properties import decode_properties, encode_properties
 from mq.common.record import iter_batch
 from mq.daemon.broker.flow_control import SEND_GROUP, os_page_cache_busy
 from mq.daemon.broker.topic_config import PERM_WRITE
+from mq.daemon.broker.timer.service import TimerMessageService
 from mq.errors import InvalidTopicError, RemoteProtocolError
 from mq.protocol.codes import RequestCode, ResponseCode
 from mq.protocol.command import RemotingCommand
@@ -300,6 +301,9 @@ class SendProcessor:
             props = decode_properties(props_s)
             if props.get(P.DELAY_TIME_LEVEL, "0") not in ("", "0"):
                 return cmd.response(RC.MESSAGE_ILLEGAL, "Delay message is not supported in a batch")
+            if TimerMessageService.wants(props):  # a batch is stored as it is: never deliver a timed message early
+                return cmd.response(RC.MESSAGE_ILLEGAL, "Timed delivery (__STARTDELIVERTIME, TIMER_DELIVER_MS, "
+                                    "TIMER_DELAY_SEC) is not supported in a batch; send those messages singly")
             msgs.append(MessageExtBrokerInner(
                 topic=topic, body=mbody, flag=flag, properties=props, queue_id=queue_id, sys_flag=h.sys_flag,
                 born_timestamp=h.born_timestamp, born_host=born, reconsume_times=reconsume,
