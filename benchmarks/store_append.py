@@ -34,6 +34,20 @@ def _line(label: str, n: int, size: int, dt: float, cpu: float, extra: str = "")
           f"CPU {cpu / n * 1e6:6.2f} us/msg{extra}", flush=True)
 
 
+def _finish(s: MessageStore, root: str, cpu_start: float) -> tuple[float, float, int]:
+    """Wait for the index to catch up, then close and delete the store.
+    Returns (index catch-up seconds, CPU seconds since ``cpu_start``, group commits)."""
+    ib = time.perf_counter()
+    if s.index_dispatcher is not None:
+        s.index_dispatcher.wait_idle(60)
+    idx = time.perf_counter() - ib
+    cpu = time.process_time() - cpu_start
+    commits = s.group_commit.flush_count if s.group_commit is not None else 0
+    s.shutdown()
+    shutil.rmtree(root)
+    return idx, cpu, commits
+
+
 def run(n: int, base: str, index: bool) -> None:
     print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print_disk(base)
@@ -49,13 +63,7 @@ def run(n: int, base: str, index: bool) -> None:
     for m in msgs:
         put(m)
     dt = time.perf_counter() - t
-    ib = time.perf_counter()
-    if s.index_dispatcher is not None:
-        s.index_dispatcher.wait_idle(60)
-    idx = time.perf_counter() - ib
-    cpu = time.process_time() - c
-    s.shutdown()
-    shutil.rmtree(root)
+    idx, cpu, _ = _finish(s, root, c)
     _line("ASYNC single", n, size, dt, cpu, f"  (index catch-up after: {idx:.2f}s)")
 
     root = tempfile.mkdtemp(dir=base)
@@ -70,11 +78,7 @@ def run(n: int, base: str, index: bool) -> None:
     for b in batches:
         s.put_messages(b)
     dt = time.perf_counter() - t
-    if s.index_dispatcher is not None:
-        s.index_dispatcher.wait_idle(60)
-    cpu = time.process_time() - c
-    s.shutdown()
-    shutil.rmtree(root)
+    _, cpu, _ = _finish(s, root, c)
     _line("ASYNC batch32", n, size, dt, cpu)
 
     root = tempfile.mkdtemp(dir=base)
@@ -97,12 +101,7 @@ def run(n: int, base: str, index: bool) -> None:
     for th in ts:
         th.join()
     dt = time.perf_counter() - t
-    if s.index_dispatcher is not None:
-        s.index_dispatcher.wait_idle(60)
-    cpu = time.process_time() - c
-    commits = s.group_commit.flush_count
-    s.shutdown()
-    shutil.rmtree(root)
+    _, cpu, commits = _finish(s, root, c)
     _line("SYNC 64 threads", per * 64, size, dt, cpu,
           f"  ({commits} group commits, {per * 64 / max(commits, 1):.1f} msgs per fdatasync)")
 
@@ -114,12 +113,7 @@ def run(n: int, base: str, index: bool) -> None:
     for f in futs:
         f.result()
     dt = time.perf_counter() - t
-    if s.index_dispatcher is not None:
-        s.index_dispatcher.wait_idle(60)
-    cpu = time.process_time() - c
-    commits = s.group_commit.flush_count
-    s.shutdown()
-    shutil.rmtree(root)
+    _, cpu, commits = _finish(s, root, c)
     _line("SYNC async 1 thread (futures)", n, size, dt, cpu, f"  ({n / max(commits, 1):.0f} msgs per fdatasync)")
 
 

@@ -29,3 +29,19 @@ async def make_topic(broker, topic: str, queues: int = 4) -> None:
 
     broker.topic_config.put(TopicConfig(topic_name=topic, read_queue_nums=queues, write_queue_nums=queues, perm=6))
     await broker.register_all(force=True)
+
+
+def stored_records(broker, topic: str, queues: int = 4) -> list:
+    """Every message stored in ``topic``'s queues, read straight from the broker's store (decoded records)."""
+    from mq.common.record import decode_record
+
+    out = []
+    for q in range(queues):
+        off = 0
+        while True:
+            r = broker.store.get_message("t", topic, q, off, 32)
+            if not r.buffers:
+                break
+            out += [decode_record(b) for b in r.buffers]
+            off = r.next_begin_offset
+    return out

@@ -9,10 +9,9 @@ import time
 
 import click
 import pytest
-from .delivery_helpers import make_topic, wait_for
+from .delivery_helpers import make_topic, wait_for, stored_records
 
 from mq.cli.delivery_options import delivery_properties, parse_duration, parse_time
-from mq.common.record import decode_record
 
 
 def _cli(namesrv, *args: str):
@@ -22,9 +21,6 @@ def _cli(namesrv, *args: str):
 
     return asyncio.to_thread(CliRunner().invoke, cli, ["-n", namesrv.address, *args], catch_exceptions=False)
 
-
-def _records(broker, topic: str):
-    return [decode_record(b) for q in range(4) for b in broker.store.get_message("t", topic, q, 0, 32).buffers]
 
 
 def test_parsers():
@@ -59,12 +55,12 @@ def test_send_flags(namesrv, broker_factory, run):
                            f"PG_C_{state}", "--json")
             assert r.exit_code == 0, r.output
             assert json.loads(r.output)["status"] == "SEND_OK"
-        await wait_for(lambda: {m.body for m in _records(broker, "TopicC1")} >= {b"later", b"at", b"commit"}, 10)
+        await wait_for(lambda: {m.body for m in stored_records(broker, "TopicC1")} >= {b"later", b"at", b"commit"}, 10)
         await asyncio.sleep(1.0)
         return t0, at
 
     t0, at = run(go(), 40)
-    got = {m.body: m for m in _records(broker, "TopicC1")}
+    got = {m.body: m for m in stored_records(broker, "TopicC1")}
     # "unknown": its producer (the CLI) is gone, so the check finds nobody to answer; never committed
     assert set(got) == {b"later", b"at", b"commit"}
     assert got[b"later"].store_timestamp - t0 >= 2000

@@ -6,28 +6,15 @@ import json
 import time
 from pathlib import Path
 
-from .delivery_helpers import make_topic, wait_for
+from .delivery_helpers import make_topic, wait_for, stored_records
 
 from mq.client.producer import Producer
 from mq.common import properties as P
 from mq.common.message import Message
-from mq.common.record import decode_record
 from mq.config import ProducerConfig
 
 LEVELS = "1s 2s 4s 5s"
 
-
-def _records(broker, topic: str, queues: int = 4):
-    out = []
-    for q in range(queues):
-        off = 0
-        while True:
-            r = broker.store.get_message("t", topic, q, off, 32)
-            if not r.buffers:
-                break
-            out += [decode_record(b) for b in r.buffers]
-            off = r.next_begin_offset
-    return out
 
 
 def test_levels_1_and_3_on_time(namesrv, broker_factory, run, client_config):
@@ -42,11 +29,11 @@ def test_levels_1_and_3_on_time(namesrv, broker_factory, run, client_config):
                 m.delay_time_level = level
                 r = await p.send(m)
                 sent[r.msg_id] = (level, time.time() * 1000)
-            await wait_for(lambda: len(_records(broker, "TopicS1")) >= 2, 15)
+            await wait_for(lambda: len(stored_records(broker, "TopicS1")) >= 2, 15)
             return sent
 
     sent = run(go(), 30)
-    got = _records(broker, "TopicS1")
+    got = stored_records(broker, "TopicS1")
     assert len(got) == 2
     for m in got:
         level, t_send = sent[m.properties[P.UNIQ_CLIENT_MESSAGE_ID_KEYIDX]]
@@ -88,10 +75,10 @@ def test_delayed_messages_survive_restart(namesrv, broker_factory, run, client_c
 
     async def wait_all():
         await wait_for(lambda: {m.properties[P.UNIQ_CLIENT_MESSAGE_ID_KEYIDX]
-                                for m in _records(broker2, "TopicS2")} >= ids, 20)
+                                for m in stored_records(broker2, "TopicS2")} >= ids, 20)
 
     run(wait_all(), 30)
-    got = _records(broker2, "TopicS2")
+    got = stored_records(broker2, "TopicS2")
     assert {m.properties[P.UNIQ_CLIENT_MESSAGE_ID_KEYIDX] for m in got} == ids
     # at-least-once: a few units delivered after the last offset persistence may come again, never many
     assert len(got) - n <= n // 4

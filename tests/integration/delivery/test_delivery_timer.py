@@ -6,28 +6,15 @@ from __future__ import annotations
 import time
 
 import pytest
-from .delivery_helpers import make_topic, wait_for
+from .delivery_helpers import make_topic, wait_for, stored_records
 
 from mq.client.producer import Producer
 from mq.common import properties as P
 from mq.common.message import Message
-from mq.common.record import decode_record
 from mq.config import ProducerConfig
 from mq.errors import BrokerError
 from mq.protocol.codes import ResponseCode
 
-
-def _records(broker, topic: str, queues: int = 4):
-    out = []
-    for q in range(queues):
-        off = 0
-        while True:
-            r = broker.store.get_message("t", topic, q, off, 32)
-            if not r.buffers:
-                break
-            out += [decode_record(b) for b in r.buffers]
-            off = r.next_begin_offset
-    return out
 
 
 def test_3s_and_10s_across_a_restart(namesrv, broker_factory, run, client_config, tmp_path):
@@ -46,9 +33,9 @@ def test_3s_and_10s_across_a_restart(namesrv, broker_factory, run, client_config
             return {"three": now + 3000, "ten": now + 10_000}
 
     due = run(send(), 20)
-    assert _records(broker, "TopicD1") == []  # parked, not visible
-    run(wait_for(lambda: _records(broker, "TopicD1"), 6), 10)
-    first = _records(broker, "TopicD1")
+    assert stored_records(broker, "TopicD1") == []  # parked, not visible
+    run(wait_for(lambda: stored_records(broker, "TopicD1"), 6), 10)
+    first = stored_records(broker, "TopicD1")
     assert [m.body for m in first] == [b"three"]
     late = first[0].store_timestamp - due["three"]
     assert 0 <= late <= 1000, late
@@ -56,8 +43,8 @@ def test_3s_and_10s_across_a_restart(namesrv, broker_factory, run, client_config
     run(broker.stop())  # restart with "ten" still parked
     time.sleep(1.0)
     broker2 = broker_factory(store_dir=store_dir)
-    run(wait_for(lambda: len(_records(broker2, "TopicD1")) >= 2, 12), 15)
-    got = {m.body: m for m in _records(broker2, "TopicD1")}
+    run(wait_for(lambda: len(stored_records(broker2, "TopicD1")) >= 2, 12), 15)
+    got = {m.body: m for m in stored_records(broker2, "TopicD1")}
     assert set(got) == {b"three", b"ten"}
     late = got[b"ten"].store_timestamp - due["ten"]
     assert 0 <= late <= 1000, late
@@ -84,8 +71,8 @@ def test_none_lost_across_restart(namesrv, broker_factory, run, client_config, t
     run(broker.stop())  # some delivered, the rest parked
     broker2 = broker_factory(store_dir=store_dir)
     run(wait_for(lambda: {m.properties[P.UNIQ_CLIENT_MESSAGE_ID_KEYIDX]
-                          for m in _records(broker2, "TopicD2")} >= set(ids), 15), 20)
-    got = _records(broker2, "TopicD2")
+                          for m in stored_records(broker2, "TopicD2")} >= set(ids), 15), 20)
+    got = stored_records(broker2, "TopicD2")
     assert {m.properties[P.UNIQ_CLIENT_MESSAGE_ID_KEYIDX] for m in got} == set(ids)
     for m in got:
         assert m.store_timestamp >= ids[m.properties[P.UNIQ_CLIENT_MESSAGE_ID_KEYIDX]]
@@ -106,7 +93,7 @@ def test_limits(broker, run, client_config, namesrv):
             await p.send(Message("TopicD3", b"now", properties={P.START_DELIVER_TIME: str(past)}))
 
     run(go(), 20)
-    assert [m.body for m in _records(broker, "TopicD3")] == [b"now"]
+    assert [m.body for m in stored_records(broker, "TopicD3")] == [b"now"]
 
 
 def test_far_timers_roll_and_arrive_on_time(broker_factory, run, client_config):
@@ -118,11 +105,11 @@ def test_far_timers_roll_and_arrive_on_time(broker_factory, run, client_config):
         async with Producer(ProducerConfig(group="PG_D4"), client_config()) as p:
             at = int(time.time() * 1000) + 5000
             await p.send(Message("TopicD4", b"far", properties={"TIMER_DELIVER_MS": str(at)}))
-            await wait_for(lambda: _records(broker, "TopicD4"), 10)
+            await wait_for(lambda: stored_records(broker, "TopicD4"), 10)
             return at
 
     at = run(go(), 20)
-    m = _records(broker, "TopicD4")[0]
+    m = stored_records(broker, "TopicD4")[0]
     assert 0 <= m.store_timestamp - at <= 1000
     assert broker.timer_service.rolled == 2 and m.properties["TIMER_ROLL_TIMES"] == "2"
     # each roll put a fresh copy in the timer topic
