@@ -202,6 +202,8 @@ class StoreConfig:
     max_msgs_num_batch: int = 64
     default_query_max_num: int = 32
     broker_role: str = "ASYNC_MASTER"
+    #: a slave also corrects moved pull offsets (and stores an OffsetMovedEvent) instead of retrying
+    offset_check_in_slave: bool = False
     message_delay_level: str = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
     os_page_cache_busy_timeout_mills: int = 1000
     duplication_enable: bool = False
@@ -306,6 +308,8 @@ class ConsumerConfig:
     #: Local re-consume delay when a send-back fails (Java: 5 s).
     local_retry_delay: float = 5.0
     post_subscription_when_pull: bool = True
+    #: MessageListenerOrderly: queue-locked, one batch at a time per queue (timings in ``OrderlyConfig``).
+    consume_orderly: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -442,3 +446,24 @@ def broker_configs_from_mapping(data: dict[str, Any], *, source: str = "config",
     if base_store is not None:
         store = dataclasses.replace(base_store, **{k: getattr(store, k) for k in store_part})
     return broker, store
+
+
+@dataclass(frozen=True, slots=True)
+class OrderlyConfig:
+    """Orderly push consumption (``ConsumeMessageOrderlyService``, ``ProcessQueue``, ``RebalancePushImpl``),
+    RocketMQ 4.9 defaults in seconds; tests shorten them."""
+
+    #: suspendCurrentQueueTimeMillis: pause of a queue after SUSPEND_CURRENT_QUEUE_A_MOMENT (clamped 0.01..30).
+    suspend_current_queue_time: float = 1.0
+    #: REBALANCE_LOCK_INTERVAL: LOCK_BATCH_MQ of every owned queue this often (the first after 1 s).
+    lock_interval: float = 20.0
+    #: REBALANCE_LOCK_MAX_LIVE_TIME: a client-side lock not renewed for this long no longer allows consuming.
+    lock_max_live_time: float = 30.0
+    #: Wait before pulling again a queue that is not locked, or re-locking after a failed lock (3000 ms).
+    lock_retry_delay: float = 3.0
+    #: UNLOCK_DELAY_TIME_MILLS: a removed queue that still had cached messages is unlocked this much later.
+    unlock_delay: float = 20.0
+    #: How long a rebalance waits for a removed queue's in-flight batch before trying again next time (1000 ms).
+    consume_lock_wait: float = 1.0
+    #: MAX_TIME_CONSUME_CONTINUOUSLY: one queue yields to the others after consuming this long.
+    max_time_consume_continuously: float = 60.0

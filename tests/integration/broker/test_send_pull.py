@@ -180,6 +180,36 @@ def test_pull_status_mapping(cluster, client, run):
     run(main())
 
 
+def test_offset_moved_stores_an_offset_moved_event(cluster, client, run):
+    """RocketMQ's generateOffsetMovedEvent: each PULL_OFFSET_MOVED answer leaves an OffsetMovedEvent in
+    OFFSET_MOVED_EVENT queue 0 (TAGS and KEYS = the group, fastjson body)."""
+    import json
+
+    b = cluster.broker
+
+    async def main():
+        await client.invoke(b.address, send_cmd("Moved", b"a"))
+        await client.invoke(b.address, send_cmd("Moved", b"b"))
+        r = await client.invoke(b.address, pull_cmd("Moved", 0, 9, group="MovedCG"))
+        assert r.code == RC.PULL_OFFSET_MOVED and r.ext_fields["nextBeginOffset"] == "2"
+        ev = await client.invoke(b.address, pull_cmd("OFFSET_MOVED_EVENT", 0, 0, group="Watcher",
+                                                     subscription="MovedCG"))
+        assert ev.code == RC.SUCCESS
+        [m] = records(ev)
+        assert m.properties[P.TAGS] == "MovedCG" and m.properties[P.KEYS] == "MovedCG"
+        assert json.loads(m.body) == {
+            "consumerGroup": "MovedCG", "offsetNew": 2, "offsetRequest": 9,
+            "messageQueue": {"brokerName": b.config.broker_name, "queueId": 0, "topic": "Moved"}}
+        assert list(json.loads(m.body)) == ["consumerGroup", "messageQueue", "offsetNew", "offsetRequest"]
+        # a normal pull leaves no event
+        r = await client.invoke(b.address, pull_cmd("Moved", 0, 0, group="MovedCG"))
+        assert r.code == RC.SUCCESS
+        ev = await client.invoke(b.address, pull_cmd("OFFSET_MOVED_EVENT", 0, 1, group="Watcher"))
+        assert ev.code == RC.PULL_NOT_FOUND
+
+    run(main())
+
+
 def test_long_polling_wakes_on_dispatch_and_times_out(cluster, client, run):
     b = cluster.broker
 
@@ -248,3 +278,21 @@ def test_held_pulls_of_closed_connection_are_dropped(cluster, run):
         fut.cancel()
 
     run(main())
+
+
+def test_slave_without_offset_check_retries_instead_of_moving(broker_factory, client, run):
+    """On a slave (brokerRole SLAVE, offsetCheckInSlave off) a moved offset is PULL_RETRY_IMMEDIATELY and no
+    OffsetMovedEvent is stored; with offsetCheckInSlave on the offset is corrected as on a master (the event
+    itself is refused by the slave's store, as in RocketMQ, whose slave store takes no local writes)."""
+    from mq.protocol.bodies import TopicConfig
+
+    for check, expect in ((False, RC.PULL_RETRY_IMMEDIATELY), (True, RC.PULL_OFFSET_MOVED)):
+        b = broker_factory(register=False, broker_role="SLAVE", offset_check_in_slave=check)
+        b.topic_config.put(TopicConfig("OnSlave", 1, 1))
+
+        async def main():
+            r = await client.invoke(b.address, pull_cmd("OnSlave", 0, 5, group="SlaveCG"))
+            assert r.code == expect, r
+            assert b.store.get_max_offset("OFFSET_MOVED_EVENT", 0) == 0
+
+        run(main())

@@ -12,15 +12,25 @@ the tag hash codes are computed here (never trusted from the client). Store stat
 
 Every answer carries ``suggestWhichBrokerId``, ``nextBeginOffset``, ``minOffset`` and ``maxOffset`` as strings.
 ``suggestWhichBrokerId`` is the group's ``brokerId`` (0): this broker has no slaves to offload reads to.
+A PULL_OFFSET_MOVED answer from a master also stores an ``OffsetMovedEvent`` in the ``OFFSET_MOVED_EVENT`` topic
+(queue 0, TAGS and KEYS = the group, body ``{"consumerGroup", "messageQueue", "offsetNew", "offsetRequest"}``),
+as RocketMQ's ``generateOffsetMovedEvent`` does, so operators can see which groups had their offsets corrected.
+A slave (``brokerRole: SLAVE`` without ``offsetCheckInSlave``) answers PULL_RETRY_IMMEDIATELY instead.
 The COMMIT_OFFSET piggyback is stored on the first pass only, never when a held pull is re-executed.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from typing import TYPE_CHECKING, Any
 
-from mq.common.tags import parse_subscription
+from mq.common import properties as P
+from mq.common import topic as T
+from mq.common.fastjson import dumps as fastjson_dumps
+from mq.common.message import MessageExtBrokerInner, MessageQueue
+from mq.common.properties import encode_properties
+from mq.common.tags import parse_subscription, tags_code
 from mq.daemon.broker.long_polling import HeldPull
 from mq.daemon.broker.topic_config import PERM_READ
 from mq.protocol.bodies import MessageModel
@@ -133,6 +143,37 @@ class PullProcessor:
                 return None
         if allow_suspend and flag & FLAG_COMMIT_OFFSET:
             c.offsets.commit(conn.remote_addr, group, topic, qid, h.commit_offset)
+        if code == RC.PULL_OFFSET_MOVED:
+            if c.store_config.broker_role != "SLAVE" or c.store_config.offset_check_in_slave:
+                self._offset_moved(group, topic, qid, h.queue_offset, r.next_begin_offset)
+            else:
+                code = RC.PULL_RETRY_IMMEDIATELY
         ext = PullMessageResponseHeader(sgc.broker_id, r.next_begin_offset, r.min_offset, r.max_offset).to_ext()
         return RemotingCommand(code, opaque=cmd.opaque, flag=1, remark=st.name, ext_fields=ext, body=body,
                                serialize_type=cmd.serialize_type)
+
+    def _offset_moved(self, group: str, topic: str, queue_id: int, requested: int, new: int) -> None:
+        """Store an ``OffsetMovedEvent`` (RocketMQ ``generateOffsetMovedEvent``); a failure is only logged."""
+        c = self.c
+        log.warning("PULL_OFFSET_MOVED: offset corrected. topic=%s group=%s requestOffset=%d newOffset=%d",
+                    topic, group, requested, new)
+        mq = MessageQueue(topic, c.config.broker_name, queue_id)
+        body = fastjson_dumps({"consumerGroup": group, "messageQueue": mq.to_json_value(), "offsetNew": new,
+                               "offsetRequest": requested})
+        # Java's HashMap iteration order for these three names: KEYS, DELAY, TAGS.
+        props = {P.KEYS: group, P.DELAY_TIME_LEVEL: "0", P.TAGS: group}
+        msg = MessageExtBrokerInner(
+            topic=T.OFFSET_MOVED_EVENT, body=body, flag=0, properties=props, queue_id=0, sys_flag=0,
+            born_timestamp=int(time.time() * 1000), born_host=(c.config.advertised_host, c.port),
+            properties_string=encode_properties(props), tags_code=tags_code(group))
+        try:
+            res = c.store.put_messages_nowait((msg,), _ignore_put)
+        except Exception:  # never fail the pull answer over the event
+            log.exception("cannot store the OffsetMovedEvent of group %s", group)
+            return
+        if res is not None and res.status.name not in ("PUT_OK", "FLUSH_DISK_TIMEOUT"):
+            log.warning("OffsetMovedEvent of group %s not stored: %s", group, res.status.name)
+
+
+def _ignore_put(_res: Any) -> None:
+    """Completion of an event put under SYNC_FLUSH: nobody waits for it."""
