@@ -157,7 +157,7 @@ def test_index_thread_indexes_everything_submitted(make_store):
 
 
 def test_runs_stop_before_a_segment_unmapped_while_reading(make_store, monkeypatch):
-    import mq.store.message_store as ms
+    import mq.store.reader as ms
 
     s = make_store()
     for i in range(150):  # two commit-log segments inside one consume-queue segment
