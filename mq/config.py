@@ -208,6 +208,9 @@ class StoreConfig:
     os_page_cache_busy_timeout_mills: int = 1000
     duplication_enable: bool = False
     warm_maped_file_enable: bool = False
+    #: zero-fill the commit log's page cache this many bytes ahead of the writer, in a background thread, so
+    #: puts take no page faults (``mq.store.warm``; 0 turns it off; warmMapedFileEnable warms whole segments)
+    warm_ahead_bytes: int = 16 * 1024 * 1024
     transient_store_pool_enable: bool = False
 
     @property

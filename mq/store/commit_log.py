@@ -32,6 +32,7 @@ from mq.common.tags import tags_code as compute_tags_code
 from mq.common.topic import SCHEDULE_TOPIC
 from mq.store.mapped_file_queue import MappedFileQueue
 from mq.store.status import PutMessageStatus
+from mq.store.warm import WarmAheadService
 
 log = logging.getLogger(__name__)
 
@@ -99,6 +100,8 @@ class CommitLog:
         self._topic_prefix: dict[str, bytes] = {}
         #: store timestamp of the last appended record (for the checkpoint)
         self.last_store_timestamp = 0
+        #: zero-fills ahead of the writer (``mq.store.warm``); set by the store while it runs
+        self.warm: WarmAheadService | None = None
 
     # -- geometry ----------------------------------------------------------------------------------------
     @property
@@ -203,6 +206,8 @@ class CommitLog:
             if mf.__class__ is PutMessageStatus:
                 return mf
         pos = mf.wrote_position
+        if pos + need > mf.zeroing_from:  # the warm-ahead thread is zeroing where this batch goes
+            self.warm.wait_until_clear(mf, pos + need)  # type: ignore[union-attr]
         mm = mf.mm
         base = mf.start_offset
         table = self.topic_queue_table
@@ -251,6 +256,8 @@ class CommitLog:
         q = self.queue
         if mf is not None and mf.wrote_position < mf.file_size:
             pos = mf.wrote_position
+            if pos + 8 > mf.zeroing_from:
+                self.warm.wait_until_clear(mf, pos + 8)  # type: ignore[union-attr]
             BLANK.pack_into(mf.mm, pos, mf.file_size - pos, BLANK_MAGIC_CODE)
             mf.wrote_position = mf.file_size
         try:

@@ -22,6 +22,8 @@ log = logging.getLogger(__name__)
 OS_PAGE_SIZE = 4096
 FILE_NAME_DIGITS = 20
 TMP_SUFFIX = ".creating"
+#: ``MappedFile.zeroing_from`` while no chunk of the segment is being zero-filled (``mq.store.warm``)
+NOT_ZEROING = 1 << 62
 
 
 class StoreError(MQError):
@@ -37,7 +39,7 @@ class MappedFile:
     """A fixed-size segment mapped read/write. Positions are relative to the segment start."""
 
     __slots__ = ("path", "file_size", "start_offset", "fd", "mm", "wrote_position", "flushed_position",
-                 "_closed", "last_store_timestamp")
+                 "_closed", "last_store_timestamp", "zeroing_from", "warmed_to")
 
     def __init__(self, path: Path, file_size: int, *, create: bool = False) -> None:
         self.path = Path(path)
@@ -71,6 +73,10 @@ class MappedFile:
         self.flushed_position = 0
         self.last_store_timestamp = 0
         self._closed = False
+        #: start of the chunk ``WarmAheadService`` is zero-filling (NOT_ZEROING if none); writes stop short of it
+        self.zeroing_from = NOT_ZEROING
+        #: end of the zero-filled (page-cached) region ahead of the writer
+        self.warmed_to = 0
 
     @property
     def end_offset(self) -> int:

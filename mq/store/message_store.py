@@ -36,6 +36,7 @@ from mq.store.recovery import RecoveryReport, rebuild_topic_queue_table, recover
 from mq.store.runtime_files import AbortFile, StoreLock
 from mq.store.status import (GetMessageResult, GetMessageStatus, PutMessageResult, PutMessageStatus,
                              QueryMessageResult, StoreStats)
+from mq.store.warm import WarmAheadService
 
 log = logging.getLogger(__name__)
 
@@ -92,6 +93,8 @@ class MessageStore:
             lambda: list(self.cq_table), interval_ms=config.flush_interval_consume_queue,
             least_pages=config.flush_consume_queue_least_pages,
             thorough_ms=config.flush_consume_queue_thorough_interval, after=self._after_cq_flush)
+        ahead = config.mapped_file_size_commit_log if config.warm_maped_file_enable else config.warm_ahead_bytes
+        self.warm = WarmAheadService(self.commit_log.queue, self.put_lock, ahead=ahead) if ahead > 0 else None
         self.cleaner = Cleaner(config, self.commit_log, self.cq_table, cq_lock=self.dispatcher.lock,
                                index=self.index, now=now, disk_ratio=disk_ratio)
         self.recovery: RecoveryReport | None = None
@@ -150,6 +153,9 @@ class MessageStore:
         if self.async_flush is not None:
             self.async_flush.start()
         self.cq_flush.start()
+        if self.warm is not None:
+            self.commit_log.warm = self.warm
+            self.warm.start()
         self.cleaner.check_disk()
         self.cleaner.start()
         self._stop_stats.clear()
@@ -176,6 +182,8 @@ class MessageStore:
             if self.index_dispatcher is not None:
                 self.index_dispatcher.stop()
             self.cq_flush.stop()
+            if self.warm is not None:
+                self.warm.stop()
         if self.index is not None and self._loaded:
             self.index.close()
         clean = (self.flush_error is None and not self.cleaner.disk_full
