@@ -1,4 +1,4 @@
-"""Config JSON files: atomic save with .bak, fallback to .bak, fastjson's unquoted keys, typed round trips."""
+"""Config JSON files: atomic save with .bak, fallback to .bak, fastjson's unquoted keys, offset tables."""
 
 from __future__ import annotations
 
@@ -7,15 +7,8 @@ from pathlib import Path
 
 from mq.store.config_files import (
     ConsumerOffsetFile,
-    DataVersion,
     DelayOffsetFile,
     JsonConfigFile,
-    SubscriptionGroupConfig,
-    SubscriptionGroupFile,
-    SubscriptionGroupTable,
-    TopicConfig,
-    TopicConfigFile,
-    TopicConfigTable,
     offset_key,
     split_offset_key,
 )
@@ -30,23 +23,6 @@ JAVA_CONSUMER_OFFSET = """{
 
 JAVA_DELAY_OFFSET = '{\n\t"offsetTable":{3:17,1:4,18:0}\n}'
 
-JAVA_TOPICS = """{
-\t"dataVersion":{
-\t\t"counter":3,
-\t\t"timestamp":1690000000000
-\t},
-\t"topicConfigTable":{
-\t\t"TopicTest":{
-\t\t\t"order":false,
-\t\t\t"perm":6,
-\t\t\t"readQueueNums":4,
-\t\t\t"topicFilterType":"SINGLE_TAG",
-\t\t\t"topicName":"TopicTest",
-\t\t\t"topicSysFlag":0,
-\t\t\t"writeQueueNums":4
-\t\t}
-\t}
-}"""
 
 
 def test_save_then_load_and_no_temp_left(tmp_path: Path) -> None:
@@ -124,39 +100,3 @@ def test_delay_offsets_round_trip(tmp_path: Path) -> None:
     f.save({2: 9, 1: 3})
     assert json.loads(f.path.read_text()) == {"offsetTable": {"1": 3, "2": 9}}
     assert f.load() == {1: 3, 2: 9}
-
-
-def test_topics_file_reads_java_and_round_trips(tmp_path: Path) -> None:
-    f = TopicConfigFile(tmp_path)
-    assert f.load() == TopicConfigTable()
-    f.path.parent.mkdir(parents=True)
-    f.path.write_text(JAVA_TOPICS)
-    table = f.load()
-    assert table.data_version == DataVersion(3, 1690000000000)
-    assert table.topics == {"TopicTest": TopicConfig("TopicTest", 4, 4, 6, "SINGLE_TAG", 0, False)}
-    bumped = TopicConfigTable(table.data_version.next(1690000000500),
-                              {**table.topics, "Ord": TopicConfig("Ord", order=True, perm=4)})
-    f.save(bumped)
-    assert f.load() == bumped
-    assert json.loads(f.path.read_text())["topicConfigTable"]["Ord"] == {
-        "order": True, "perm": 4, "readQueueNums": 16, "topicFilterType": "SINGLE_TAG", "topicName": "Ord",
-        "topicSysFlag": 0, "writeQueueNums": 16}
-    assert json.loads(f.file.bak_path.read_text()) == json.loads(JAVA_TOPICS)
-
-
-def test_subscription_groups_defaults_and_round_trip(tmp_path: Path) -> None:
-    f = SubscriptionGroupFile(tmp_path)
-    f.path.parent.mkdir(parents=True)
-    f.path.write_text('{"dataVersion":{"counter":1,"timestamp":5},'
-                      '"subscriptionGroupTable":{"G":{"groupName":"G","retryMaxTimes":3}, "bad": 7}}')
-    table = f.load()
-    assert table.data_version == DataVersion(1, 5)
-    assert table.groups == {"G": SubscriptionGroupConfig("G", retry_max_times=3)}
-    g = table.groups["G"]
-    assert (g.consume_enable, g.consume_from_min_enable, g.consume_broadcast_enable, g.retry_queue_nums,
-            g.broker_id, g.which_broker_when_consume_slowly, g.notify_consumer_ids_changed_enable) == (
-        True, True, True, 1, 0, 1, True)
-    new = SubscriptionGroupTable(DataVersion(2, 6), {"G": g, "H": SubscriptionGroupConfig("H", consume_enable=False)})
-    f.save(new)
-    assert f.load() == new
-    assert json.loads(f.path.read_text())["subscriptionGroupTable"]["H"]["consumeEnable"] is False
