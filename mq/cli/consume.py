@@ -19,9 +19,12 @@ from mq.cli.send import client_config
               help="Where a new group starts.")
 @click.option("--timeout", type=float, default=None, help="Stop after this many seconds.")
 @click.option("--trace", is_flag=True, help="Trace consumption (SubBefore/SubAfter records; see `mq trace -i`).")
+@click.option("--orderly", is_flag=True,
+              help="Orderly: lock each queue at its broker and consume it one message at a time, in queue order.")
 @json_option
 @click.pass_obj
-def consume(obj, topic, group, expression, count, broadcast, from_, timeout, json_mode, trace=False) -> None:
+def consume(obj, topic, group, expression, count, broadcast, from_, timeout, json_mode, trace=False,
+            orderly=False) -> None:
     """Consume with a push consumer and print each message (id, tags, keys, queue, offset, store time, body)."""
     import asyncio
 
@@ -61,14 +64,15 @@ def consume(obj, topic, group, expression, count, broadcast, from_, timeout, jso
 
         cfg = ConsumerConfig(group=group, message_model="BROADCASTING" if broadcast else "CLUSTERING",
                              consume_from_where=from_.upper(), consume_thread_max=1)
-        consumer = PushConsumer(cfg, listener, client_config(obj))
+        consumer = PushConsumer(cfg, listener, client_config(obj), orderly=orderly)
         consumer.subscribe(topic, expression)
         if trace:
             from mq.trace.enable import enable_trace
             enable_trace(consumer)
         await consumer.start()
         if not json_mode:
-            console.note(f"consuming {topic} ({expression}) as {group} ({cfg.message_model}); Ctrl-C to stop")
+            how = f"{cfg.message_model}, orderly" if orderly else cfg.message_model
+            console.note(f"consuming {topic} ({expression}) as {group} ({how}); Ctrl-C to stop")
         try:
             await asyncio.wait_for(done.wait(), timeout)
         except (asyncio.TimeoutError, asyncio.CancelledError):

@@ -4,10 +4,11 @@ Public API (imported lazily, so ``mq.client.admin`` stays cheap)::
 
     Producer(ProducerConfig, ClientConfig)        start/shutdown; send, send_async, send_oneway, send_batch,
                                                   send(selector=..., arg=...) for ordered sends
-    PushConsumer(ConsumerConfig, listener, ClientConfig)   subscribe(topic, expr); start/shutdown
+    PushConsumer(ConsumerConfig, listener, ClientConfig)   subscribe(topic, expr); start/shutdown;
+                                                  orderly=True for queue-locked, in-order consumption
     PullConsumer(group, ClientConfig)             pull(queue, offset, max_nums, expression), fetch_subscribe_queues,
                                                   min/max/search offsets, fetch/update consume offset
-    SyncProducer, SyncPullConsumer, send(...)     the synchronous facade (mq.client.sync)
+    SyncProducer, SyncPullConsumer, SyncPushConsumer, send(...)   the synchronous facade (mq.client.sync)
     SendResult, SendStatus, ConsumeStatus, SendHook, ConsumeHook   (mq.client.hooks)
     MQClientInstance                              shared per client id (mq.client.instance)
     MQAdmin                                       name server / broker admin calls (mq.client.admin)
@@ -26,6 +27,7 @@ _EXPORTS = {
     "PullStatus": "mq.client.pull_api",
     "SyncProducer": "mq.client.sync",
     "SyncPullConsumer": "mq.client.sync",
+    "SyncPushConsumer": "mq.client.sync",
     "send": "mq.client.sync",
     "SendResult": "mq.client.hooks",
     "SendStatus": "mq.client.hooks",

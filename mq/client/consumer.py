@@ -15,6 +15,8 @@
   cannot pass it) and is consumed again locally after ``local_retry_delay``. Never lost.
 - Offsets: the lowest offset still cached (or max+1) is recorded after each batch, persisted every 5 s and at
   shutdown (broker for CLUSTERING, local file for BROADCASTING).
+- ``orderly=True`` (or ``ConsumerConfig.consume_orderly``): a ``MessageListenerOrderly`` instead; queues are
+  locked at the broker and consumed one batch at a time in offset order (``mq.client.orderly``).
 """
 
 from __future__ import annotations
@@ -25,25 +27,21 @@ import inspect
 import logging
 import time
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any, Awaitable, Callable, Sequence, Union
 
 from mq.client.hooks import ConsumeContext, ConsumeHook, ConsumeStatus, attach_trace, run_hooks
 from mq.client.instance import MQClientInstance
-from mq.client.offset_store import LocalFileOffsetStore, ReadOffsetType, RemoteBrokerOffsetStore
+from mq.client.offset_store import LocalFileOffsetStore, RemoteBrokerOffsetStore
 from mq.client.process_queue import ProcessQueue
 from mq.client.pull_api import FLAG_COMMIT_OFFSET, FLAG_SUBSCRIPTION, PullAPI, PullStatus
-from mq.client.rebalance import Strategy, allocate_averagely
-from mq.common import properties as P
-from mq.common.message import Message, MessageExt, MessageQueue
+from mq.client.rebalance import Strategy, allocate_averagely, compute_pull_from_where
+from mq.client.retry import SendBackResult, reset_retry_topic, send_back_concurrently
+from mq.common.message import MessageExt, MessageQueue
 from mq.common.tags import SubscriptionData, parse_subscription
 from mq.common.topic import is_retry_topic, retry_topic, validate_group, validate_topic
-from mq.config import ClientConfig, ConsumerConfig
+from mq.config import ClientConfig, ConsumerConfig, OrderlyConfig
 from mq.errors import ConfigError, MQError
 from mq.protocol import bodies
-from mq.protocol import headers as h
-from mq.protocol.codes import RequestCode
-from mq.protocol.command import RemotingCommand
 
 log = logging.getLogger(__name__)
 
@@ -94,7 +92,8 @@ class PushConsumer:
     def __init__(self, config: ConsumerConfig, listener: Listener, client_config: ClientConfig | None = None, *,
                  instance: MQClientInstance | None = None, hooks: Sequence[ConsumeHook] = (),
                  allocate: Strategy = allocate_averagely, enable_trace: bool = False,
-                 trace_topic: str | None = None) -> None:
+                 trace_topic: str | None = None, orderly: bool | None = None,
+                 orderly_config: OrderlyConfig | None = None) -> None:
         self.config = config
         self.group = validate_group(config.group)
         if config.message_model not in ("CLUSTERING", "BROADCASTING"):
@@ -123,6 +122,11 @@ class PushConsumer:
         self._started = False
         self._start_ms = 0
         self.trace_dispatcher: Any = None
+        self.orderly: Any = None  # an OrderlyService when consuming orderly
+        if config.consume_orderly if orderly is None else orderly:
+            from mq.client.orderly import OrderlyService
+
+            self.orderly = OrderlyService(self, orderly_config or OrderlyConfig())
         if enable_trace:
             attach_trace(self, trace_topic)
 
@@ -163,7 +167,10 @@ class PushConsumer:
         self.instance.register_consumer(self)
         self._start_ms = int(time.time() * 1000)
         loop = asyncio.get_running_loop()
-        self._workers = [loop.create_task(self._worker()) for _ in range(max(1, self.config.consume_thread_max))]
+        if self.orderly is not None:
+            self.orderly.start()
+        else:
+            self._workers = [loop.create_task(self._worker()) for _ in range(max(1, self.config.consume_thread_max))]
         self._started = True
         await self.instance.heartbeat_all()
         await self.rebalance()
@@ -186,6 +193,8 @@ class PushConsumer:
                 t.cancel()
         for h_ in self._later:
             h_.cancel()
+        if self.orderly is not None:
+            await self.orderly.shutdown(grace)
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(self._queue.join(), grace)
         tasks = [*self._pull_tasks.values(), *self._workers]
@@ -195,7 +204,9 @@ class PushConsumer:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await t
         self._pull_tasks.clear()
-        await self.offset_store.persist_all(list(self.process_queues))
+        await self.offset_store.persist_all([mq for mq, pq in self.process_queues.items() if self._owns_offset(pq)])
+        if self.orderly is not None:  # after the offsets, so the next owner starts where this one ended
+            await self.orderly.unlock_all()
         for pq in self.process_queues.values():
             pq.dropped = True
         await self.instance.unregister(consumer_group=self.group)
@@ -224,11 +235,18 @@ class PushConsumer:
 
     async def persist_offsets(self) -> None:
         if self.offset_store is not None and self._started:
-            await self.offset_store.persist_all([mq for mq, pq in self.process_queues.items() if not pq.dropped])
+            await self.offset_store.persist_all([mq for mq, pq in self.process_queues.items()
+                                                 if not pq.dropped and self._owns_offset(pq)])
+
+    def _owns_offset(self, pq: ProcessQueue) -> bool:
+        """Orderly: not while another client holds (or held, until the offset is re-read) the queue's lock."""
+        return self.orderly is None or (pq.locked and not pq.lock_lost)
 
     def running_info(self) -> dict[str, Any]:
-        props = {"PROP_CONSUME_TYPE": "CONSUME_PASSIVELY", "PROP_THREADPOOL_CORE_SIZE": str(self.config.consume_thread_max),
+        props = {"PROP_CONSUME_TYPE": "CONSUME_PASSIVELY",
+                 "PROP_THREADPOOL_CORE_SIZE": str(self.config.consume_thread_max),
                  "PROP_CONSUMER_START_TIMESTAMP": str(self._start_ms), "messageModel": self.config.message_model,
+                 "PROP_CONSUMEORDERLY": "true" if self.orderly is not None else "false",
                  "consumeFromWhere": _FROM_WHERE[self.config.consume_from_where].name,
                  "pullBatchSize": str(self.config.pull_batch_size),
                  "pullThresholdForQueue": str(self.config.pull_threshold_for_queue)}
@@ -245,13 +263,14 @@ class PushConsumer:
         mq = MessageQueue(msg.topic, broker_name or "", msg.queue_id)
         started = time.monotonic()
         try:
-            status = await self._call_listener([msg], ConsumeContextInfo(mq))
+            ctx = ConsumeContextInfo(mq) if self.orderly is None else self.orderly.context(mq)
+            status = await self._call_listener([msg], ctx)
             result = "CR_SUCCESS" if status is ConsumeStatus.CONSUME_SUCCESS else "CR_LATER"
             remark = None
         except Exception as exc:
             result, remark = "CR_THROW_EXCEPTION", f"{type(exc).__name__}: {exc}"
         return bodies.ConsumeMessageDirectlyResult(
-            order=False, auto_commit=True, consume_result=result, remark=remark,
+            order=self.orderly is not None, auto_commit=True, consume_result=result, remark=remark,
             spent_time_mills=int((time.monotonic() - started) * 1000)).to_json_value()
 
     # -- rebalance --------------------------------------------------------------------------------------
@@ -277,59 +296,57 @@ class PushConsumer:
                 await self._update_queues(topic, set(mine))
 
     async def _update_queues(self, topic: str, mine: set[MessageQueue]) -> None:
-        assert self.offset_store is not None
-        for mq in [m for m in self.process_queues if m.topic == topic and m not in mine]:
-            pq = self.process_queues.pop(mq)
+        assert self.offset_store is not None and self.api is not None
+        # A queue dropped earlier but kept (orderly: its batch was still running) is retried here.
+        for mq, pq in [(m, q) for m, q in self.process_queues.items() if m.topic == topic
+                       and (m not in mine or q.dropped)]:
             pq.dropped = True
             task = self._pull_tasks.pop(mq, None)
             if task is not None:
                 task.cancel()
-            if self.clustering:
+            if self.orderly is not None:
+                if not await self.orderly.remove_unnecessary(mq, pq):
+                    continue
+            elif self.clustering:
                 with contextlib.suppress(MQError):
                     await self.offset_store.persist(mq)
                 self.offset_store.remove(mq)
+            del self.process_queues[mq]
             log.info("%s: dropped %s", self.group, mq)
         for mq in sorted(mine - set(self.process_queues)):
             if not self._started:
                 return
+            if self.orderly is not None and self.clustering and not await self.orderly.lock(mq):
+                log.warning("%s: not taking %s: its lock is held by another client", self.group, mq)
+                continue
             try:
-                offset = await self._compute_pull_from_where(mq)
+                offset = await compute_pull_from_where(self.offset_store, self.api, self.config, mq)
             except MQError as exc:
                 log.warning("%s: cannot find where to start %s: %s", self.group, mq, exc)
                 continue
             if not self._started:
                 return
             pq = ProcessQueue()
+            if self.orderly is not None:
+                pq.mark_locked()
             self.process_queues[mq] = pq
             self._pull_tasks[mq] = asyncio.get_running_loop().create_task(self._pull_loop(mq, pq, offset))
             log.info("%s: pulling %s from offset %d", self.group, mq, offset)
-
-    async def _compute_pull_from_where(self, mq: MessageQueue) -> int:
-        assert self.offset_store is not None and self.api is not None
-        last = await self.offset_store.read(mq, ReadOffsetType.READ_FROM_STORE)
-        if last >= 0:
-            return last
-        where = self.config.consume_from_where
-        if where == "FIRST":
-            return 0
-        if is_retry_topic(mq.topic):
-            return 0 if where == "LAST" else await self.api.max_offset(mq)
-        if where == "LAST":
-            return await self.api.max_offset(mq)
-        ts = self.config.consume_timestamp
-        when = (datetime.strptime(ts, "%Y%m%d%H%M%S").timestamp() if ts else time.time() - 1800) * 1000
-        return await self.api.search_offset(mq, int(when))
 
     # -- pulling ----------------------------------------------------------------------------------------
     def _flow_controlled(self, pq: ProcessQueue) -> bool:
         c = self.config
         return (pq.msg_count > c.pull_threshold_for_queue or pq.msg_size > c.pull_threshold_size_for_queue
-                or pq.max_span() > c.consume_concurrently_max_span)
+                or (self.orderly is None and pq.max_span() > c.consume_concurrently_max_span))
 
     async def _pull_loop(self, mq: MessageQueue, pq: ProcessQueue, offset: int) -> None:
         assert self.api is not None and self.offset_store is not None
         cfg, sub = self.config, self.subscriptions[mq.topic]
         while not pq.dropped:
+            if self.orderly is not None:  # only a locked queue is pulled
+                go, offset = await self.orderly.before_pull(mq, pq, offset)
+                if not go:
+                    continue
             if self._flow_controlled(pq):
                 self.counters.flow_control_waits += 1
                 await asyncio.sleep(cfg.flow_control_delay)
@@ -352,10 +369,14 @@ class PushConsumer:
                 return
             if res.status is PullStatus.FOUND:
                 offset = res.next_begin_offset
-                pq.put(res.messages)
-                bs = max(1, cfg.consume_message_batch_max_size)
-                for i in range(0, len(res.messages), bs):
-                    self._queue.put_nowait(_Task(mq, pq, res.messages[i:i + bs]))
+                dispatch = pq.put(res.messages)
+                if self.orderly is not None:
+                    if dispatch:
+                        self.orderly.submit(mq, pq)
+                else:
+                    bs = max(1, cfg.consume_message_batch_max_size)
+                    for i in range(0, len(res.messages), bs):
+                        self._queue.put_nowait(_Task(mq, pq, res.messages[i:i + bs]))
             elif res.status is PullStatus.OFFSET_ILLEGAL:
                 log.warning("%s: offset %d of %s is illegal, moving to %d", self.group, offset, mq,
                             res.next_begin_offset)
@@ -395,12 +416,7 @@ class PushConsumer:
     async def _consume(self, task: _Task) -> None:
         if task.pq.dropped:
             return
-        group_retry = retry_topic(self.group)
-        for m in task.msgs:
-            real = m.properties.get(P.RETRY_TOPIC)
-            if real and m.topic == group_retry:
-                m.topic = real
-            m.properties[P.CONSUME_START_TIMESTAMP] = str(int(time.time() * 1000))
+        reset_retry_topic(task.msgs, self.group)
         ctx = ConsumeContextInfo(task.mq)
         hook_ctx: ConsumeContext | None = None
         if self.hooks:
@@ -467,30 +483,9 @@ class PushConsumer:
     async def _send_back(self, msg: MessageExt, delay_level: int) -> bool:
         """CONSUMER_SEND_MSG_BACK to the message's broker; on failure a plain send to %RETRY%<group>."""
         assert self.instance is not None
-        try:
-            addr = await self.instance.find_broker_addr(MessageQueue(msg.topic, msg.broker_name, msg.queue_id))
-            hdr = h.ConsumerSendMsgBackRequestHeader(
-                offset=msg.commit_log_offset, group=self.group, delay_level=delay_level, origin_msg_id=msg.msg_id,
-                origin_topic=msg.topic, unit_mode=False, max_reconsume_times=self._max_reconsume())
-            await self.instance.call(addr, RemotingCommand.request(RequestCode.CONSUMER_SEND_MSG_BACK, hdr.to_ext()))
+        res = await send_back_concurrently(self.instance, self.group, msg, delay_level, self._max_reconsume())
+        if res is SendBackResult.SENT_BACK:
             self.counters.sent_back += 1
-            return True
-        except MQError as exc:
-            log.warning("%s: send-back of %s failed (%s); re-sending to the retry topic", self.group, msg.msg_id,
-                        exc)
-        try:
-            producer = await self.instance.inner_producer()
-            props = dict(msg.properties)
-            props.setdefault(P.RETRY_TOPIC, msg.topic)
-            props.setdefault(P.ORIGIN_MESSAGE_ID, msg.msg_id)
-            props[P.RECONSUME_TIME] = str(msg.reconsume_times + 1)
-            props[P.MAX_RECONSUME_TIMES] = str(self._max_reconsume())
-            props[P.DELAY_TIME_LEVEL] = str(3 + msg.reconsume_times)
-            props.pop(P.MIN_OFFSET, None)
-            props.pop(P.MAX_OFFSET, None)
-            await producer.send(Message(retry_topic(self.group), msg.body, msg.flag, props))
+        elif res is SendBackResult.RESENT:
             self.counters.resent_by_producer += 1
-            return True
-        except MQError as exc:
-            log.warning("%s: re-send of %s failed (%s); consuming it again locally", self.group, msg.msg_id, exc)
-            return False
+        return res is not SendBackResult.FAILED

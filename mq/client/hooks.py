@@ -30,10 +30,13 @@ class SendStatus(enum.Enum):
 
 
 class ConsumeStatus(enum.Enum):
-    """What a concurrent listener returns (``ConsumeConcurrentlyStatus``)."""
+    """What a listener returns: a concurrent one ``CONSUME_SUCCESS`` or ``RECONSUME_LATER``
+    (``ConsumeConcurrentlyStatus``); an orderly one ``CONSUME_SUCCESS`` (Java ``SUCCESS``) or
+    ``SUSPEND_CURRENT_QUEUE_A_MOMENT`` (``ConsumeOrderlyStatus``; RECONSUME_LATER counts as a suspend there)."""
 
     CONSUME_SUCCESS = "CONSUME_SUCCESS"
     RECONSUME_LATER = "RECONSUME_LATER"
+    SUSPEND_CURRENT_QUEUE_A_MOMENT = "SUSPEND_CURRENT_QUEUE_A_MOMENT"
 
 
 @dataclass(slots=True)

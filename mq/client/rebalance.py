@@ -1,4 +1,5 @@
-"""Queue allocation strategies for clustering consumers (FEATURES.md §5.3).
+"""Queue allocation strategies for clustering consumers (FEATURES.md §5.3), and where a push consumer starts
+reading a queue it has just been given (``compute_pull_from_where``, RocketMQ ``RebalancePushImpl``).
 
 Every strategy gets the **sorted** queue list and the **sorted** client-id list and returns the queues of
 ``current``; a client missing from the list gets nothing. ``allocate_averagely`` is the default
@@ -9,10 +10,19 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import time
 from bisect import bisect_left
-from typing import Callable, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Callable, Sequence
 
+from mq.client.offset_store import ReadOffsetType
 from mq.common.message import MessageQueue
+from mq.common.topic import is_retry_topic
+
+if TYPE_CHECKING:
+    from mq.client.offset_store import LocalFileOffsetStore, RemoteBrokerOffsetStore
+    from mq.client.pull_api import PullAPI
+    from mq.config import ConsumerConfig
 
 log = logging.getLogger(__name__)
 
@@ -77,3 +87,23 @@ STRATEGIES: dict[str, Strategy] = {
     "AVG_BY_CIRCLE": allocate_averagely_by_circle,
     "CONSISTENT_HASH": allocate_consistent_hash,
 }
+
+
+async def compute_pull_from_where(offset_store: "RemoteBrokerOffsetStore | LocalFileOffsetStore", api: "PullAPI",
+                                  config: "ConsumerConfig", mq: MessageQueue) -> int:
+    """The group's committed offset of ``mq``; without one, ``consume_from_where``: FIRST -> 0, LAST -> the
+    queue's max offset (a retry queue: 0), TIMESTAMP -> the offset at ``consume_timestamp`` (default 30 minutes
+    ago)."""
+    last = await offset_store.read(mq, ReadOffsetType.READ_FROM_STORE)
+    if last >= 0:
+        return last
+    where = config.consume_from_where
+    if where == "FIRST":
+        return 0
+    if is_retry_topic(mq.topic):
+        return 0 if where == "LAST" else await api.max_offset(mq)
+    if where == "LAST":
+        return await api.max_offset(mq)
+    ts = config.consume_timestamp
+    when = (datetime.strptime(ts, "%Y%m%d%H%M%S").timestamp() if ts else time.time() - 1800) * 1000
+    return await api.search_offset(mq, int(when))

@@ -2,22 +2,25 @@
 
 One background thread runs one event loop (uvloop when installed) for every synchronous client of the process;
 each call is ``asyncio.run_coroutine_threadsafe`` onto it and waits for the answer. ``send(...)`` is the
-one-liner: it starts a producer, sends one message, and shuts down.
+one-liner: it starts a producer, sends one message, and shuts down. ``SyncPushConsumer`` runs a plain listener
+in a worker thread (it may block), concurrently or, with ``orderly=True``, as a MessageListenerOrderly.
 """
 
 from __future__ import annotations
 
 import asyncio
 import atexit
+import inspect
 import threading
 from typing import Any, Awaitable, Callable, Iterable, Sequence, TypeVar
 
+from mq.client.consumer import Listener, PushConsumer
 from mq.client.hooks import SendResult
 from mq.client.producer import Producer, QueueSelector
 from mq.client.pull_api import PullConsumer, PullResult
 from mq.common import properties as P
 from mq.common.message import Message, MessageQueue
-from mq.config import ClientConfig, ProducerConfig
+from mq.config import ClientConfig, ConsumerConfig, OrderlyConfig, ProducerConfig
 
 T = TypeVar("T")
 
@@ -163,6 +166,55 @@ class SyncPullConsumer:
 
     def update_consume_offset(self, queue: MessageQueue, offset: int) -> None:
         self._loop.run(self.consumer.update_consume_offset(queue, offset))
+
+
+class SyncPushConsumer:
+    """``PushConsumer`` for synchronous code. A plain ``listener(msgs, context) -> ConsumeStatus`` runs in the
+    loop's default thread pool, so it may block; an ``async def`` one runs on the loop. ``orderly=True`` (or
+    ``config.consume_orderly``) consumes each queue in order under its broker lock (``mq.client.orderly``)."""
+
+    def __init__(self, config: ConsumerConfig, listener: Listener, client_config: ClientConfig | None = None, *,
+                 loop: LoopThread | None = None, orderly: bool | None = None,
+                 orderly_config: OrderlyConfig | None = None, hooks: Sequence[Any] = (), enable_trace: bool = False,
+                 trace_topic: str | None = None) -> None:
+        self._loop = loop or shared_loop()
+        if inspect.iscoroutinefunction(listener):
+            run_listener = listener
+        else:
+            async def run_listener(msgs, ctx):  # type: ignore[no-untyped-def]
+                return await asyncio.to_thread(listener, msgs, ctx)
+
+        async def make() -> PushConsumer:
+            return PushConsumer(config, run_listener, client_config, hooks=hooks, enable_trace=enable_trace,
+                                trace_topic=trace_topic, orderly=orderly, orderly_config=orderly_config)
+        self.consumer = self._loop.run(make())
+
+    def subscribe(self, topic: str, expression: str | None = "*") -> "SyncPushConsumer":
+        self.consumer.subscribe(topic, expression)
+        return self
+
+    def start(self) -> "SyncPushConsumer":
+        self._loop.run(self.consumer.start())
+        return self
+
+    def shutdown(self, grace: float = 5.0) -> None:
+        self._loop.run(self.consumer.shutdown(grace=grace))
+
+    def __enter__(self) -> "SyncPushConsumer":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.shutdown()
+
+    def running_info(self) -> dict[str, Any]:
+        async def info() -> dict[str, Any]:
+            return self.consumer.running_info()
+        return self._loop.run(info())
+
+    def stats(self) -> dict[str, Any]:
+        async def stats() -> dict[str, Any]:
+            return self.consumer.stats()
+        return self._loop.run(stats())
 
 
 def send(topic: str, body: bytes | str, *, namesrv: str = "127.0.0.1:9876", tags: str | None = None,
