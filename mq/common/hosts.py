@@ -31,12 +31,18 @@ def pack_host(host: str, port: int) -> bytes:
 
 
 def unpack_host(raw: bytes | memoryview) -> Address:
-    """Decode 8 or 20 bytes back into ``(host, port)``."""
+    """Decode 8 or 20 bytes back into ``(host, port)`` (memoised: a consumer decodes the same few born and
+    store hosts for every record it reads)."""
+    return _unpack_host(bytes(raw))
+
+
+@lru_cache(maxsize=4096)
+def _unpack_host(raw: bytes) -> Address:
     if len(raw) == 8:
         a, port = HOST_V4.unpack(raw)
-        return (str(ipaddress.IPv4Address(bytes(a))), port)
+        return (f"{a[0]}.{a[1]}.{a[2]}.{a[3]}", port)
     a, port = HOST_V6.unpack(raw)
-    return (str(ipaddress.IPv6Address(bytes(a))), port)
+    return (str(ipaddress.IPv6Address(a)), port)
 
 
 def parse_addr(addr: str) -> Address:

@@ -73,6 +73,8 @@ BATCH_ENTRY_HEADER = struct.Struct(BATCH_ENTRY_HEADER_FORMAT)
 _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
 _I16 = struct.Struct(">h")
+_TAIL = struct.Struct(">iqi")  # RECONSUMETIMES, PREPAREDTRANSACTIONOFFSET, BODYLENGTH
+_V6_HOSTS = SF.BORNHOST_V6 | SF.STOREHOST_V6
 
 
 def body_crc(body: bytes | memoryview) -> int:
@@ -118,25 +120,29 @@ def encode_record(msg: MessageExt, *, properties_string: str | None = None) -> b
 def decode_record(buf: bytes | bytearray | memoryview, pos: int = 0, *, read_body: bool = True,
                   decompress: bool = False, check_crc: bool = False) -> MessageExt:
     """Decode the record starting at ``buf[pos]``; raises RemoteProtocolError if it is malformed."""
-    mv = memoryview(buf)
+    mv = buf if buf.__class__ is memoryview else memoryview(buf)
     try:
         (total, magic, crc, queue_id, flag, queue_offset, phy, sys_flag, born_ts) = RECORD_PREFIX.unpack_from(mv, pos)
         if magic != MESSAGE_MAGIC_CODE:
             raise RemoteProtocolError(f"bad record magic 0x{magic:08X} at {pos}")
         if total < 91 or pos + total > len(mv):
             raise RemoteProtocolError(f"bad record size {total} at {pos}")
-        p = pos + 48
-        hl = 20 if sys_flag & SF.BORNHOST_V6 else 8
-        born = unpack_host(mv[p:p + hl])
-        p += hl
-        (store_ts,) = _I64.unpack_from(mv, p)
-        p += 8
-        hl = 20 if sys_flag & SF.STOREHOST_V6 else 8
-        store_raw = bytes(mv[p:p + hl])
-        store = unpack_host(store_raw)
-        p += hl
-        reconsume, prepared, body_len = struct.unpack_from(">iqi", mv, p)
-        p += 16
+        if not sys_flag & _V6_HOSTS:  # both hosts IPv4 (the usual case): one unpack for the fixed part
+            (_t, _m, _c, _q, _f, _qo, _p, _s, _b, born_raw, store_ts, store_raw, reconsume, prepared,
+             body_len) = RECORD_HEADER_V4.unpack_from(mv, pos)
+            p = pos + 88
+        else:
+            p = pos + 48
+            hl = 20 if sys_flag & SF.BORNHOST_V6 else 8
+            born_raw = bytes(mv[p:p + hl])
+            p += hl
+            (store_ts,) = _I64.unpack_from(mv, p)
+            p += 8
+            hl = 20 if sys_flag & SF.STOREHOST_V6 else 8
+            store_raw = bytes(mv[p:p + hl])
+            p += hl
+            reconsume, prepared, body_len = _TAIL.unpack_from(mv, p)
+            p += 16
         if body_len < 0 or p + body_len > pos + total:
             raise RemoteProtocolError(f"bad body length {body_len} at {pos}")
         body = bytes(mv[p:p + body_len]) if read_body else b""
@@ -146,13 +152,13 @@ def decode_record(buf: bytes | bytearray | memoryview, pos: int = 0, *, read_bod
         topic_len = mv[p]
         if topic_len > 127:
             raise RemoteProtocolError(f"bad topic length at {pos}")
-        topic = bytes(mv[p + 1:p + 1 + topic_len]).decode("utf-8")
+        topic = str(mv[p + 1:p + 1 + topic_len], "utf-8")
         p += 1 + topic_len
         (props_len,) = _I16.unpack_from(mv, p)
         p += 2
         if props_len < 0 or p + props_len != pos + total:
             raise RemoteProtocolError(f"record length mismatch at {pos}")
-        props = decode_properties(bytes(mv[p:p + props_len]).decode("utf-8", "replace"))
+        props = decode_properties(str(mv[p:p + props_len], "utf-8", "replace"))
     except (struct.error, IndexError, UnicodeDecodeError, ValueError) as exc:
         if isinstance(exc, RemoteProtocolError):
             raise
@@ -161,8 +167,8 @@ def decode_record(buf: bytes | bytearray | memoryview, pos: int = 0, *, read_bod
         body = zlib.decompress(body)
     return MessageExt(
         topic=topic, body=body, flag=flag, properties=props, queue_id=queue_id, store_size=total,
-        queue_offset=queue_offset, sys_flag=sys_flag, born_timestamp=born_ts, born_host=born,
-        store_timestamp=store_ts, store_host=store, msg_id=create_offset_msg_id_raw(store_raw, phy),
+        queue_offset=queue_offset, sys_flag=sys_flag, born_timestamp=born_ts, born_host=unpack_host(born_raw),
+        store_timestamp=store_ts, store_host=unpack_host(store_raw), msg_id=create_offset_msg_id_raw(store_raw, phy),
         commit_log_offset=phy, body_crc=crc, reconsume_times=reconsume, prepared_transaction_offset=prepared,
     )
 
