@@ -3,7 +3,8 @@
 The name server and the broker run as `mq namesrv start` / `mq broker start`; the producer (the load generator)
 is a separate Python process sending 1 KB messages at ``--rate`` msg/s; this process runs the push consumer and
 measures, per message, the time from the producer's born timestamp to the listener callback (one machine, one
-clock). Prints p50/p99/max and the rate actually reached.
+clock), split at the broker's store timestamp (millisecond clocks, so each part is ±1 ms). Prints p50/p99/max and
+the rate actually reached.
 
     python benchmarks/e2e_latency_bench.py [--rate 5000] [--seconds 20] [--size 1024]
 """
@@ -66,7 +67,10 @@ async def consume(ns: str, topic: str, args, lat: list[float]) -> None:
     def listener(msgs, ctx):
         now = time.time() * 1000
         lat.extend(now - m.born_timestamp for m in msgs)
+        split.extend((m.store_timestamp - m.born_timestamp, now - m.store_timestamp) for m in msgs)
         return ConsumeStatus.CONSUME_SUCCESS
+
+    split: list[tuple[float, float]] = []
 
     c = PushConsumer(ConsumerConfig(group="bench_e2e_c", consume_from_where="FIRST"), listener,
                      ClientConfig(namesrv_addr=ns, instance_name="e2ec", client_ip="127.0.0.1"))
@@ -87,6 +91,10 @@ async def consume(ns: str, topic: str, args, lat: list[float]) -> None:
     print(f"end to end, 1 producer process -> broker process -> push consumer, {args.size} B at "
           f"{args.rate:,.0f} msg/s offered: {sent / args.seconds:,.0f} msg/s sent, {len(lat)} received")
     print(f"  born -> callback p50 {pct(warm, 50):.1f} ms   p99 {pct(warm, 99):.1f} ms   max {max(warm):.1f} ms")
+    parts = split[len(split) // 20:]
+    for i, name in ((0, "born -> stored"), (1, "stored -> callback")):
+        v = [x[i] for x in parts]
+        print(f"    {name:18s} p50 {pct(v, 50):.1f} ms   p99 {pct(v, 99):.1f} ms   max {max(v):.1f} ms")
     print(f"  load average: {os.getloadavg()[0]:.2f}")
 
 
