@@ -37,7 +37,7 @@ from mq.protocol.bodies import MessageModel
 from mq.protocol.codes import RequestCode, ResponseCode
 from mq.protocol.command import RemotingCommand
 from mq.protocol.headers import PullMessageRequestHeader, PullMessageResponseHeader
-from mq.store.status import GetMessageStatus
+from mq.store.status import GetMessageStatus, PutMessageStatus
 
 if TYPE_CHECKING:
     from mq.daemon.broker.controller import BrokerController
@@ -171,7 +171,7 @@ class PullProcessor:
         except Exception:  # never fail the pull answer over the event
             log.exception("cannot store the OffsetMovedEvent of group %s", group)
             return
-        if res is not None and res.status.name not in ("PUT_OK", "FLUSH_DISK_TIMEOUT"):
+        if res is not None and res.status is not PutMessageStatus.PUT_OK:
             log.warning("OffsetMovedEvent of group %s not stored: %s", group, res.status.name)
 
 
