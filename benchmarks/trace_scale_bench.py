@@ -11,6 +11,9 @@
 5. `mq trace analyze --input ARCHIVE --since 2h --json` -> wall time.
 Prints each figure and the job's stage timings. A benchmark, not a test: nothing is asserted but that
 the reports count every record sent.
+
+``--workdir DIR --reuse`` restarts the broker on the store a previous run left in DIR and skips step 2
+(the records are then those of that run; widen ``--since`` if it was long ago).
 """
 
 from __future__ import annotations
@@ -53,10 +56,15 @@ def main() -> int:
     ap.add_argument("--chunk-messages", type=int, default=2000)
     ap.add_argument("--workdir", default=None)
     ap.add_argument("--skip", default="", help="comma list of steps to skip: export,live,archive")
+    ap.add_argument("--reuse", action="store_true", help="reuse the broker store left in --workdir (no generation)")
+    ap.add_argument("--since", default="2h", help="analysis window start given to `mq trace analyze`")
     a = ap.parse_args()
     skip = set(filter(None, a.skip.split(",")))
+    if a.reuse and not (a.workdir and (Path(a.workdir) / "store").is_dir()):
+        raise SystemExit("--reuse needs a --workdir holding the store of a previous run")
     work = Path(a.workdir or tempfile.mkdtemp(prefix="mq-trace-scale-"))
-    shutil.rmtree(work / "store", ignore_errors=True)
+    if not a.reuse:
+        shutil.rmtree(work / "store", ignore_errors=True)
     shutil.rmtree(work / "archive", ignore_errors=True)
     work.mkdir(parents=True, exist_ok=True)
     print(f"workdir {work}; load average {os.getloadavg()}; cpus {os.cpu_count()}", flush=True)
@@ -77,11 +85,15 @@ def main() -> int:
     cfg = SyntheticConfig(messages=messages, start_ms=now - 70 * 60_000, duration_ms=60 * 60_000,
                           max_records_per_body=200)
     truth = GroundTruth()
-    stats = loop.run_until_complete(send_bodies(broker.address, "RMQ_SYS_TRACE_TOPIC", generate(cfg, truth),
-                                                connections=a.connections, in_flight=16))
-    print(f"generated+sent {truth.records:,} records (+{truth.malformed:,} malformed) in {stats.messages:,} trace "
-          f"messages, {stats.bytes / 1e6:.1f} MB, in {stats.seconds:.1f} s = {truth.records / stats.seconds:,.0f} "
-          f"records/s ({stats.messages / stats.seconds:,.0f} msg/s; generation is most of it)", flush=True)
+    if a.reuse:
+        print(f"reusing the broker store in {work} (no generation)", flush=True)
+    else:
+        stats = loop.run_until_complete(send_bodies(broker.address, "RMQ_SYS_TRACE_TOPIC", generate(cfg, truth),
+                                                    connections=a.connections, in_flight=16))
+        print(f"generated+sent {truth.records:,} records (+{truth.malformed:,} malformed) in {stats.messages:,} "
+              f"trace messages, {stats.bytes / 1e6:.1f} MB, in {stats.seconds:.1f} s = "
+              f"{truth.records / stats.seconds:,.0f} records/s ({stats.messages / stats.seconds:,.0f} msg/s; "
+              f"generation is most of it)", flush=True)  # fmt: skip
     server = threading.Thread(target=loop.run_forever, daemon=True)
     server.start()
     spark = ("--master", a.master, "--conf", f"spark.driver.memory={a.driver_memory}",
@@ -98,10 +110,10 @@ def main() -> int:
             if name in skip or (name == "archive" and "export" in skip):
                 continue
             load = os.getloadavg()[0]
-            dt, r, stages = cli(ns.address, "trace", "analyze", "--since", "2h", "--json", "--top-ids", "10",
+            dt, r, stages = cli(ns.address, "trace", "analyze", "--since", a.since, "--json", "--top-ids", "10",
                                 *extra, *spark)
             n = r["records"]["in_window"]
-            print(f"analyze ({name}): {n:,} records in window in {dt:.1f} s = {n / dt:,.0f} records/s end to end "
+            print(f"analyze ({name}): {n:,} records in window (+{r['records']['malformed_total']:,} malformed) in {dt:.1f} s = {n / dt:,.0f} records/s end to end "
                   f"(missing {len(r['missing'])}); load average {load:.2f} -> {os.getloadavg()[0]:.2f}; job timings: "
                   f"{ {k: v for k, v in r['timings'].items() if not k.startswith('table:')} }", flush=True)
     finally:

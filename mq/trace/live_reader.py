@@ -4,7 +4,8 @@ Driver side (``plan_read``): resolve the trace topic's route at the name server 
 turn the time range into per-queue offset ranges (SEARCH_OFFSET_BY_TIMESTAMP, GET_MIN/MAX_OFFSET, or the
 archive's cursors) and cut each range into ``Chunk`` s. Executor side (``read_chunk``): each Spark task
 pulls its chunks (PULL_MESSAGE), decodes the record runs (``mq.common.record``), inflates zlib bodies
-(sysflag bit 0x1) and hands ``TraceBody`` tuples to ``schema.rows_from_bodies``.
+(sysflag bit 0x1) and yields ``TraceBody`` tuples: the job (``analytics.readers``) turns them into one row per
+trace message and decodes them in Spark SQL (``analytics.sql_decode``).
 
 All I/O here is blocking sockets speaking the remoting frame codec (``mq.protocol``): a Spark Python
 worker runs no event loop, is forked and reused, and must not depend on one; a chunk is a strict
@@ -364,22 +365,3 @@ def read_chunk(chunk: Chunk, *, timeout: float = 10.0, retries: int = 1) -> Iter
                 break
             time.sleep(0.2 * attempt)
     yield from missing
-
-
-def rows_of_chunks(chunks: Iterable[Chunk], width: int) -> Iterator[tuple[Any, ...]]:
-    """Executor entry (``mapPartitions``): the rows of every chunk, a marker row per missing range."""
-    from mq.trace.analytics.schema import rows_from_bodies
-
-    for chunk in chunks:
-        missing: list[MissingRange] = []
-
-        def bodies(c: Chunk = chunk) -> Iterator[tuple[Any, ...]]:
-            for item in read_chunk(c):
-                if isinstance(item, MissingRange):
-                    missing.append(item)
-                else:
-                    yield item
-
-        yield from rows_from_bodies(bodies())
-        for m in missing:
-            yield missing_marker_row(m, width)

@@ -23,8 +23,9 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from mq.trace.analytics.schema import COLUMNS, TraceBody, rows_from_bodies, spark_schema
-from mq.trace.live_reader import ReadPlan, rows_of_chunks
+from mq.trace.analytics.schema import TraceBody, spark_schema
+from mq.trace.analytics.sql_decode import body_rows, body_schema, decode_bodies, marker_body_row
+from mq.trace.live_reader import Chunk, MissingRange, ReadPlan, missing_marker_row, read_chunk
 
 CURSOR_FILE = "_mq_cursors.json"
 CURSOR_VERSION = 1
@@ -47,31 +48,47 @@ def _parse_lines(lines: Iterable[str]) -> Iterator[TraceBody]:
         )  # fmt: skip
 
 
-def _rows_of_partition(lines: Iterable[str]) -> Iterator[tuple[Any, ...]]:
-    return rows_from_bodies(_parse_lines(lines))
+def _bodies_of_partition(lines: Iterable[str]) -> Iterator[tuple[Any, ...]]:
+    return body_rows(_parse_lines(lines))
 
 
 def read_raw(spark: SparkSession, path: str) -> DataFrame:
-    """Raw JSONL trace bodies -> record rows (malformed records as rows with ``error`` set)."""
+    """Raw JSONL trace bodies -> record rows (malformed records as rows with ``error`` set). Python parses
+    and inflates each body; Spark SQL splits and decodes its records (``sql_decode``)."""
     src = os.path.join(path, "*.jsonl") if os.path.isdir(path) else path
-    rdd = spark.sparkContext.textFile(src).mapPartitions(_rows_of_partition)
-    return spark.createDataFrame(rdd, spark_schema(), verifySchema=False)
+    rdd = spark.sparkContext.textFile(src).mapPartitions(_bodies_of_partition)
+    return decode_bodies(spark.createDataFrame(rdd, body_schema(), verifySchema=False))
 
 
-def _rows_of_chunks(chunks: Iterable[Any]) -> Iterator[tuple[Any, ...]]:
-    return rows_of_chunks(chunks, len(COLUMNS))
+def bodies_of_chunks(chunks: Iterable[Chunk]) -> Iterator[tuple[Any, ...]]:
+    """Executor side of ``read_live`` (``mapPartitions``): one body row per trace message of each chunk,
+    then one marker body row per range of it that could not be read."""
+    for chunk in chunks:
+        missing: list[MissingRange] = []
+
+        def bodies(c: Chunk = chunk) -> Iterator[tuple[Any, ...]]:
+            for item in read_chunk(c):
+                if isinstance(item, MissingRange):
+                    missing.append(item)
+                else:
+                    yield item
+
+        yield from body_rows(bodies())
+        for m in missing:
+            yield marker_body_row(missing_marker_row(m, 1)[0])
 
 
 def read_live(spark: SparkSession, plan: ReadPlan, partitions: int = 0) -> DataFrame:
     """Pull ``plan.chunks`` on the executors: one partition per chunk (at most ``partitions`` when > 0,
-    chunks of one queue spread round-robin so consecutive ranges are read in parallel)."""
+    chunks of one queue spread round-robin so consecutive ranges are read in parallel). Only whole trace
+    messages cross from Python into Spark (about a hundred records each); records are decoded in SQL."""
     chunks = list(plan.chunks)
     n = len(chunks) if partitions <= 0 else max(1, min(partitions, len(chunks)))
     if not chunks:
         return spark.createDataFrame([], spark_schema())
     slices = [chunks[i::n] for i in range(n)]
-    rdd = spark.sparkContext.parallelize(slices, n).flatMap(lambda s: s).mapPartitions(_rows_of_chunks)
-    return spark.createDataFrame(rdd, spark_schema(), verifySchema=False)
+    rdd = spark.sparkContext.parallelize(slices, n).flatMap(lambda s: s).mapPartitions(bodies_of_chunks)
+    return decode_bodies(spark.createDataFrame(rdd, body_schema(), verifySchema=False))
 
 
 def read_archive(spark: SparkSession, path: str, since_ms: int, until_ms: int) -> DataFrame:

@@ -59,6 +59,16 @@ def test_command_line_passes_master_deploy_mode_confs_and_py_files() -> None:
     assert local[1:3] == ["--master", "local[*]"] and "--py-files" not in local
 
 
+def test_jit_option_is_a_default_the_caller_can_replace() -> None:
+    confs = lambda cmd: [cmd[i + 1] for i, a in enumerate(cmd) if a == "--conf"]  # noqa: E731
+    default = confs(build_command("s", [], SubmitOptions()))
+    assert "spark.driver.extraJavaOptions=-XX:-DontCompileHugeMethods" in default
+    assert "spark.executor.extraJavaOptions=-XX:-DontCompileHugeMethods" in default
+    own = confs(build_command("s", [], SubmitOptions(conf={"spark.driver.extraJavaOptions": "-Dx=1"})))
+    assert "spark.driver.extraJavaOptions=-Dx=1" in own
+    assert "spark.driver.extraJavaOptions=-XX:-DontCompileHugeMethods" not in own
+
+
 def test_progress_lines_are_parsed_and_others_ignored() -> None:
     p = parse_progress("MQTRACE stage=load elapsed=3.25 records=12")
     assert p is not None and (p.stage, p.elapsed, p.detail) == ("load", 3.25, {"records": "12"})
