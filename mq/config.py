@@ -209,8 +209,9 @@ class StoreConfig:
     duplication_enable: bool = False
     warm_maped_file_enable: bool = False
     #: zero-fill the commit log's page cache this many bytes ahead of the writer, in a background thread, so
-    #: puts take no page faults (``mq.store.warm``; 0 turns it off; warmMapedFileEnable warms whole segments)
-    warm_ahead_bytes: int = 16 * 1024 * 1024
+    #: puts take no page faults (``mq.store.warm``; e.g. 16 MiB; warmMapedFileEnable warms whole segments).
+    #: Off by default: the zero pages are written back too, which cost a busy 2-core broker more than it saved.
+    warm_ahead_bytes: int = 0
     transient_store_pool_enable: bool = False
 
     @property

@@ -5,7 +5,10 @@ page fault that allocates and zeroes a page-cache page and reserves its disk blo
 path's CPU per 1 KiB message on this machine (``benchmarks/store_append.py``). ``WarmAheadService`` moves that
 work to its own thread: it ``os.pwrite``s zeros (the GIL is released) into the chunk after the write position,
 so the put path later finds the page already cached and only maps it. RocketMQ's ``warmMapedFileEnable`` does
-the same job once per segment; here it runs continuously, ``ahead`` bytes in front of the writer.
+the same job once per segment; here it runs continuously, ``ahead`` bytes in front of the writer. It is off unless
+``warmAheadBytes`` (or ``warmMapedFileEnable``) is set: the zero pages are dirty and get written back as well,
+which on a 2-core machine whose other core is busy cost the broker more CPU than the page faults it saved
+(docs/performance.md).
 
 Only bytes the writer has not reached are zeroed (they are zero on disk already, so nothing changes but the
 cache), and the writer never enters a chunk while it is being zeroed::
