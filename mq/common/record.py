@@ -122,16 +122,19 @@ def decode_record(buf: bytes | bytearray | memoryview, pos: int = 0, *, read_bod
     """Decode the record starting at ``buf[pos]``; raises RemoteProtocolError if it is malformed."""
     mv = buf if buf.__class__ is memoryview else memoryview(buf)
     try:
-        (total, magic, crc, queue_id, flag, queue_offset, phy, sys_flag, born_ts) = RECORD_PREFIX.unpack_from(mv, pos)
+        if len(mv) - pos >= RECORD_HEADER_V4_SIZE:  # one unpack for the whole fixed part, read as IPv4 hosts
+            (total, magic, crc, queue_id, flag, queue_offset, phy, sys_flag, born_ts, born_raw, store_ts, store_raw,
+             reconsume, prepared, body_len) = RECORD_HEADER_V4.unpack_from(mv, pos)
+        else:  # too short to be a record: the checks below say why
+            (total, magic, crc, queue_id, flag, queue_offset, phy, sys_flag, born_ts) = RECORD_PREFIX.unpack_from(
+                mv, pos)
         if magic != MESSAGE_MAGIC_CODE:
             raise RemoteProtocolError(f"bad record magic 0x{magic:08X} at {pos}")
         if total < 91 or pos + total > len(mv):
             raise RemoteProtocolError(f"bad record size {total} at {pos}")
-        if not sys_flag & _V6_HOSTS:  # both hosts IPv4 (the usual case): one unpack for the fixed part
-            (_t, _m, _c, _q, _f, _qo, _p, _s, _b, born_raw, store_ts, store_raw, reconsume, prepared,
-             body_len) = RECORD_HEADER_V4.unpack_from(mv, pos)
+        if not sys_flag & _V6_HOSTS:  # both hosts IPv4 (the usual case): the unpack above holds
             p = pos + 88
-        else:
+        else:  # an IPv6 host shifts the later fields: read them again from their real positions
             p = pos + 48
             hl = 20 if sys_flag & SF.BORNHOST_V6 else 8
             born_raw = bytes(mv[p:p + hl])

@@ -79,14 +79,9 @@ class Cleaner(PeriodicService):
         self.disk_ratio = disk_ratio
         self.cq_root = cq_root or cq_table.root
         self.disk_full = False
-        self.manual_passes = 0
         self._last_min_offset = commit_log.min_offset
         self.last_ratio = 0.0
         self.deleted_files = 0
-
-    def execute_delete_files_manually(self) -> None:
-        """Arm 20 forced passes (RocketMQ executeDeleteFilesManually)."""
-        self.manual_passes = 20
 
     def check_disk(self) -> tuple[bool, bool]:
         """Update the disk-full flag; returns (space short, clean immediately)."""
@@ -118,12 +113,9 @@ class Cleaner(PeriodicService):
         cfg = self.config
         now = self.now()
         short, immediately = self.check_disk()
-        manual = self.manual_passes > 0
-        if manual:
-            self.manual_passes -= 1
-        if not (is_time_to_delete(cfg.delete_when, now) or short or manual):
+        if not (is_time_to_delete(cfg.delete_when, now) or short):
             return 0
-        force = (immediately and cfg.clean_file_forcibly_enable) or manual
+        force = immediately and cfg.clean_file_forcibly_enable
         deleted = self.commit_log.queue.delete_expired_by_time(cfg.file_reserved_time * 3_600_000, now,
                                                                force=force, max_files=10)
         if deleted:

@@ -227,11 +227,6 @@ class GroupCommitService:
             wake.set()
         return g
 
-    @property
-    def backlog_bytes(self) -> int:
-        p = self._pending
-        return (p[-1].phy_offset + p[-1].size - p[0].phy_offset) if p else 0
-
     # -- flush thread ------------------------------------------------------------------------------------
     def start(self) -> None:
         self._stopped = False

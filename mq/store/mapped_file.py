@@ -111,9 +111,6 @@ class MappedFile:
             self.flushed_position = pos
         return self.flushed_position
 
-    def dirty_pages(self) -> int:
-        return (self.wrote_position - self.flushed_position) // OS_PAGE_SIZE
-
     def mtime(self) -> float:
         try:
             return os.stat(self.path).st_mtime

@@ -60,10 +60,6 @@ class MappedFileQueue:
         return last.start_offset + last.wrote_position
 
     @property
-    def last_file(self) -> MappedFile | None:
-        return self.files[-1] if self.files else None
-
-    @property
     def first_file(self) -> MappedFile | None:
         return self.files[0] if self.files else None
 
@@ -107,9 +103,6 @@ class MappedFileQueue:
         return f
 
     # -- flushing ----------------------------------------------------------------------------------------
-    def dirty_bytes(self) -> int:
-        return self.max_offset - self.flushed_where
-
     def flush(self, least_pages: int = 0, fsync: Callable[[int], None] = os.fdatasync) -> int:
         """fdatasync every segment written past ``flushed_where``; returns the new flushed offset.
 

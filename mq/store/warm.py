@@ -29,7 +29,7 @@ import os
 import threading
 from typing import TYPE_CHECKING, Callable
 
-from mq.store.mapped_file import NOT_ZEROING
+from mq.store.mapped_file import NOT_ZEROING, OS_PAGE_SIZE
 
 if TYPE_CHECKING:
     from mq.store.mapped_file import MappedFile
@@ -39,7 +39,6 @@ log = logging.getLogger(__name__)
 
 CHUNK = 1 << 20
 DEFAULT_AHEAD = 16 << 20
-_PAGE = 4096
 
 
 class WarmAheadService:
@@ -87,7 +86,7 @@ class WarmAheadService:
             if mf is None or mf.closed or mf.start_offset in self._failed:
                 return None
             wp = mf.wrote_position
-            start = max(mf.warmed_to, -(-wp // _PAGE) * _PAGE)
+            start = max(mf.warmed_to, -(-wp // OS_PAGE_SIZE) * OS_PAGE_SIZE)
             limit = min(wp + self.ahead, mf.file_size)
             if start >= limit:
                 return None
