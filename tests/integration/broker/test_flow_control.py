@@ -12,7 +12,10 @@ from .wire import send_cmd
 def test_send_queue_overflow_answers_system_busy(broker_factory, client, run):
     # Sends are handled inline while the send group is idle; they queue only when the flush-ack backlog is
     # full (SYNC_FLUSH), and that queue is bounded.
-    b = broker_factory(send_thread_pool_queue_capacity=2, flush_disk_type="SYNC_FLUSH", max_pending_flush_acks=1)
+    # The queue-wait limit is lifted: on a slow machine the first fsync can outlast the default 200 ms and the
+    # two queued sends would be answered [TIMEOUT_CLEAN_QUEUE] instead (tested on its own below).
+    b = broker_factory(send_thread_pool_queue_capacity=2, flush_disk_type="SYNC_FLUSH", max_pending_flush_acks=1,
+                       wait_time_mills_in_send_queue=60_000)
 
     async def main():
         await client.invoke(b.address, send_cmd("Busy", b"warm"))
@@ -20,7 +23,8 @@ def test_send_queue_overflow_answers_system_busy(broker_factory, client, run):
         futs = [conn.invoke_future(send_cmd("Busy", b"x"), 10) for _ in range(50)]  # one write, one read
         resps = await asyncio.gather(*futs)
         codes = [r.code for r in resps]
-        assert codes.count(RC.SUCCESS) >= 3 and RC.SYSTEM_BUSY in codes
+        assert codes.count(RC.SUCCESS) >= 3, [(r.code, r.remark) for r in resps if r.code != RC.SUCCESS][:5]
+        assert RC.SYSTEM_BUSY in codes
         busy = [r for r in resps if r.code == RC.SYSTEM_BUSY]
         assert all(r.remark.startswith("[OVERLOAD]") for r in busy)
         # the broker keeps serving
