@@ -158,9 +158,36 @@ def test_stuck_and_duplicates(frames) -> None:  # type: ignore[no-untyped-def]
         Row("M4", "T", "CG2", 4000, 796_000), Row("M5", "T", "CG2", 700_000, 100_000),
     ], checkRowOrder=True)  # fmt: skip
     assertDataFrameEqual(T.stuck_unfinished(recs, UNTIL, GRACE), [Row("M5", "CG", "R5", "C2", 0, 699_990)])
+    candidates = T.unpaired_msg_ids(T.message_summary(recs))
+    assertDataFrameEqual(T.stuck_unfinished(recs, UNTIL, GRACE, candidates=candidates),
+                         [Row("M5", "CG", "R5", "C2", 0, 699_990)])  # fmt: skip
     # A later grace hides what is too young to be called stuck.
     assert T.stuck_unconsumed(facts, UNTIL, 150_000).count() == 3
     assertDataFrameEqual(T.duplicates(dels), [Row("M2", "CG", 2, 2)])
+
+
+def test_stuck_unfinished_prefiltered_by_the_message_summary_finds_the_same_rows(records) -> None:  # type: ignore[no-untyped-def]
+    # Every way a SubBefore can lack its SubAfter while the counts per (msg_id, group) still look even.
+    recs = records([
+        _before("A", "G", "r1", 10, 0, "C"), _after("A", "G", "r1", 11, 1, True, 0, "C"),  # paired
+        _before("B", "G", "r1", 10, 0, "C"), _before("B", "G", "r2", 12, 1, "C"),
+        _after("B", "G", "r1", 11, 1, True, 0, "C"), _after("B", "G", "r1", 13, 1, True, 0, "C"),  # r2 open
+        _before("C", "G", None, 10, 0, "C"), _after("C", "G", None, 11, 1, True, 0, "C"),  # no request id
+        _before(None, "G", "r9", 10, 0, "C"), _after(None, "G", "r9", 11, 1, True, 0, "C"),  # no msg id
+        _before("D", "G", "r1", 10, 0, "C"), _after("D", "G2", "r1", 11, 1, True, 0, "C"),  # after in another group
+        _before("E", "G", "r1", 10, 0, "C"), _before("E", "G", "r1", 12, 1, "C"),
+        _after("E", "G", "r1", 13, 1, True, 0, "C"),  # two befores, one request, one after: both paired
+        _before("F", "G", "r3", 10, 0, "C"), _after("F", "G", "r4", 11, 1, True, 0, "C"),  # ids differ
+        _before("H", "G", "r5", 790_000, 0, "C"),  # too young to be stuck
+    ])  # fmt: skip
+    expected = [Row("B", "G", "r2", "C", 1, 12), Row("C", "G", None, "C", 0, 10), Row(None, "G", "r9", "C", 0, 10),
+                Row("F", "G", "r3", "C", 0, 10)]  # fmt: skip
+    assertDataFrameEqual(T.stuck_unfinished(recs, UNTIL, GRACE), expected)
+    candidates = T.unpaired_msg_ids(T.message_summary(recs))
+    assertDataFrameEqual(T.stuck_unfinished(recs, UNTIL, GRACE, candidates=candidates), expected)
+    unpaired = {r["msg_id"] for r in T.message_summary(recs).where("unpaired").collect()}
+    # The marks are a superset: E (two SubBefores of one request, one SubAfter) is checked, and passes.
+    assert unpaired == {"B", "C", None, "D", "E", "F", "H"}
 
 
 def test_hot_keys_tags_and_skew(frames) -> None:  # type: ignore[no-untyped-def]

@@ -200,6 +200,7 @@ class _Writer:
         self.csv: dict[str, str] = {}
 
     def _one(self, name: str, df: DataFrame) -> list[dict[str, Any]]:
+        self.spark.sparkContext.setJobDescription(f"mq trace analyze: table {name}")  # per thread
         rows = df.collect()
         if not self.write:
             return [r.asDict(recursive=True) for r in rows]
@@ -339,6 +340,8 @@ def analyze(spark: SparkSession, args: argparse.Namespace, progress: Progress) -
     cur = T.in_window(loaded, args.since_ms, args.until_ms)
     p = _pipeline(cur, args)
     pubs, dels, facts = p["pubs"], p["dels"], p["facts"]
+    unpaired = T.unpaired_msg_ids(p["msgs"]).cache()  # counted, so its size is known when joins are planned
+    unpaired.count()
     progress("prepare")
     until, grace, top = args.until_ms, args.grace_ms, args.top
     lat = {k: T.send_latency(cur, [k], summary=summary) for k in ("topic", "group", "store_host")}
@@ -358,7 +361,7 @@ def analyze(spark: SparkSession, args: argparse.Namespace, progress: Progress) -
         "top_failed_messages": T.top_failed_messages(dels, top),
         "top_failed_keys": T.top_failed_keys(cur, top, summary=summary),
         "stuck_unconsumed": T.stuck_unconsumed(facts, until, grace),
-        "stuck_unfinished": T.stuck_unfinished(cur, until, grace),
+        "stuck_unfinished": T.stuck_unfinished(cur, until, grace, candidates=unpaired),
         "duplicates": T.duplicates(dels),
         "hot_keys": T.hot_keys(pubs, top),
         "hot_tags": T.hot_tags(pubs, top),
@@ -424,6 +427,10 @@ SESSION_DEFAULTS = {
     # it hash-based for this many keys per task before Spark falls back to sorting (its default, 128, sorts
     # as soon as the failed-key or time-bucket sections have more than a handful of keys).
     "spark.sql.objectHashAggregate.sortBased.fallbackThreshold": "400000",
+    # The per-message aggregation is cached and read by every later step; uncompressed, at 5 M records its
+    # cache took 21 s to build instead of 24 s, and the facts join, hot keys and duplicates read it in
+    # 12.1 s instead of 15.4 s (alternating runs in one JVM).
+    "spark.sql.inMemoryColumnarStorage.compressed": "false",
 }
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from mq.trace.analytics.summary import ACCURACY, PERCENTILES, PUB_SECTIONS, section_of, summary_pcts
@@ -103,6 +103,7 @@ def message_summary(records: DataFrame) -> DataFrame:
             F.count(F.when(after & ~F.col("success"), 1)).alias("failures"),
             F.min(F.when(after & F.col("success"), F.col("timestamp"))).alias("first_success_ts"),
             F.min_by(F.when(before, F.col("client_host")), F.when(before, F.col("timestamp"))).alias("client_host"),
+            *_pairing_checks(before, after),
         )
     )
     return m.select(
@@ -110,8 +111,39 @@ def message_summary(records: DataFrame) -> DataFrame:
         *[F.col(f"p.{c}").alias(c) for c in ("topic", "group", "store_host", "timestamp", "store_time", "msg_type",
                                              "tags", "keys")],
         "ok", "tx_state", "first_before_ts", "attempts", "max_retry", "afters", "successes", "failures",
-        "first_success_ts", "client_host",
+        "first_success_ts", "client_host", _unpaired().alias("unpaired"),
     )  # fmt: skip
+
+
+#: The two 31-bit halves of a request id's hash, summed per (msg_id, group) for SubBefore and SubAfter apart.
+_RID_HALVES = ((0, "lo"), (32, "hi"))
+
+
+def _pairing_checks(before: Column, after: Column) -> list[Column]:
+    """Aggregates that tell whether the SubBefores of a (msg_id, group) can all have a SubAfter of the same
+    request_id: counts of SubBefores with and without a request_id, of SubAfters with one, and the sums of
+    their request ids' hashes (two 31-bit halves, so a long sum cannot overflow)."""
+    rid = F.col("request_id")
+    h = F.xxhash64(rid)
+    out = [F.count(F.when(before & rid.isNull(), 1)).alias("rb_null"),
+           F.count(F.when(before & rid.isNotNull(), 1)).alias("rb_n"),
+           F.count(F.when(after & rid.isNotNull(), 1)).alias("ra_n")]  # fmt: skip
+    for shift, half in _RID_HALVES:
+        part = F.shiftrightunsigned(h, shift).bitwiseAND(F.lit(0x7FFFFFFF))
+        out.append(F.sum(F.when(before & rid.isNotNull(), part)).alias(f"rb_{half}"))
+        out.append(F.sum(F.when(after & rid.isNotNull(), part)).alias(f"ra_{half}"))
+    return out
+
+
+def _unpaired() -> Column:
+    """True when some SubBefore of the group may lack its SubAfter: one without a request_id or a msg_id (these
+    never pair), or SubBefore and SubAfter request ids that differ as multisets (different counts or hash
+    sums). Equal multisets mean every SubBefore has a SubAfter; different ones with equal counts and equal
+    62-bit hash sums are missed with a probability of about 2^-62 (xxhash64 spreads request ids evenly)."""
+    differ = F.col("rb_n") != F.col("ra_n")
+    for _, half in _RID_HALVES:
+        differ = differ | (F.coalesce(F.col(f"rb_{half}"), F.lit(0)) != F.coalesce(F.col(f"ra_{half}"), F.lit(0)))
+    return F.col("is_sub") & ((F.col("rb_null") > 0) | F.col("msg_id").isNull() | differ)
 
 
 def pub_messages(records: DataFrame, bucket_ms: int, messages: DataFrame | None = None) -> DataFrame:
@@ -354,26 +386,33 @@ def stuck_unconsumed(facts: DataFrame, until_ms: int, grace_ms: int) -> DataFram
     )
 
 
-def stuck_unfinished(records: DataFrame, until_ms: int, grace_ms: int) -> DataFrame:
-    """Section 6: SubBefore records with no SubAfter of the same (request_id, msg_id), started at least
-    grace_ms before until_ms.
+def unpaired_msg_ids(messages: DataFrame) -> DataFrame:
+    """The msg_ids (one column, distinct) that ``message_summary`` marks ``unpaired``: the only ones that
+    can have a SubBefore without its SubAfter (see ``stuck_unfinished``)."""
+    return messages.where("unpaired").select("msg_id").distinct()
 
-    Found with one hash aggregation per (request_id, msg_id) (no sort) that keeps the few keys without a
-    SubAfter, then a semi join back to their SubBefores (a NULL key never pairs, as in a join)."""
+
+def stuck_unfinished(records: DataFrame, until_ms: int, grace_ms: int, candidates: DataFrame | None = None
+                     ) -> DataFrame:
+    """Section 6: SubBefore records with no SubAfter of the same (request_id, msg_id), started at least
+    grace_ms before until_ms (a NULL request_id or msg_id never pairs).
+
+    ``candidates``: ``unpaired_msg_ids`` of ``message_summary(records)``; only the Sub records of those ids
+    (usually few) are then read, in one pass: a broadcast semi join. Cache and count it first, so that Spark
+    knows its size when it plans the join (planned as a sort-merge join, the big side is shuffled before
+    adaptive execution switches to a broadcast). Each remaining SubBefore is then matched against the
+    SubAfters of its (request_id, msg_id) by a window over them."""
     tt, cut = F.col("trace_type"), until_ms - grace_ms
     old = (tt == "SubBefore") & (F.col("timestamp") <= cut)
+    subs = records.where(old | (tt == "SubAfter"))
+    if candidates is not None:
+        ids = candidates.select(F.col("msg_id").alias("c_msg_id"))
+        subs = subs.join(ids, subs["msg_id"].eqNullSafe(ids["c_msg_id"]), "left_semi")
     paired = (tt == "SubAfter") & F.col("request_id").isNotNull() & F.col("msg_id").isNotNull()
-    open_keys = (
-        records.where(old | (tt == "SubAfter"))
-        .groupBy("request_id", "msg_id")
-        .agg(F.count(F.when(old, 1)).alias("b"), F.count(F.when(paired, 1)).alias("a"))
-        .where((F.col("b") > 0) & (F.col("a") == 0))
-        .select(F.col("request_id").alias("k_request_id"), F.col("msg_id").alias("k_msg_id"))
-    )
-    before = records.where(old)
-    on = before["request_id"].eqNullSafe(open_keys["k_request_id"]) & before["msg_id"].eqNullSafe(open_keys["k_msg_id"])
+    afters = F.count(F.when(paired, 1)).over(Window.partitionBy("request_id", "msg_id"))
     return (
-        before.join(open_keys, on, "left_semi")
+        subs.select("*", afters.alias("afters"))
+        .where(old & (F.col("afters") == 0))
         .select("msg_id", "group", "request_id", "client_host", "retry_times", F.col("timestamp").alias("before_ts"))
         .orderBy("before_ts", "msg_id", "group")
     )

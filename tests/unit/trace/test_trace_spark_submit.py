@@ -62,11 +62,11 @@ def test_command_line_passes_master_deploy_mode_confs_and_py_files() -> None:
 def test_jit_option_is_a_default_the_caller_can_replace() -> None:
     confs = lambda cmd: [cmd[i + 1] for i, a in enumerate(cmd) if a == "--conf"]  # noqa: E731
     default = confs(build_command("s", [], SubmitOptions()))
-    assert "spark.driver.extraJavaOptions=-XX:-DontCompileHugeMethods" in default
-    assert "spark.executor.extraJavaOptions=-XX:-DontCompileHugeMethods" in default
+    assert "spark.driver.extraJavaOptions=-XX:-DontCompileHugeMethods -XX:+UseParallelGC" in default
+    assert "spark.executor.extraJavaOptions=-XX:-DontCompileHugeMethods -XX:+UseParallelGC" in default
     own = confs(build_command("s", [], SubmitOptions(conf={"spark.driver.extraJavaOptions": "-Dx=1"})))
     assert "spark.driver.extraJavaOptions=-Dx=1" in own
-    assert "spark.driver.extraJavaOptions=-XX:-DontCompileHugeMethods" not in own
+    assert not any(c.startswith("spark.driver.extraJavaOptions=-XX") for c in own)
 
 
 def test_progress_lines_are_parsed_and_others_ignored() -> None:
