@@ -167,7 +167,7 @@ def test_stuck_and_duplicates(frames) -> None:  # type: ignore[no-untyped-def]
 
 
 def test_stuck_unfinished_prefiltered_by_the_message_summary_finds_the_same_rows(records) -> None:  # type: ignore[no-untyped-def]
-    # Every way a SubBefore can lack its SubAfter while the counts per (msg_id, group) still look even.
+    # Edge cases of pairing: an even count that hides an open request, ids missing, groups and ids that differ.
     recs = records([
         _before("A", "G", "r1", 10, 0, "C"), _after("A", "G", "r1", 11, 1, True, 0, "C"),  # paired
         _before("B", "G", "r1", 10, 0, "C"), _before("B", "G", "r2", 12, 1, "C"),
