@@ -386,8 +386,8 @@ def analyze(spark: SparkSession, args: argparse.Namespace, progress: Progress) -
     w = _Writer(spark, args.out, progress, write=not args.no_tables)
     r = w.run(tables)
     progress("tables")
-    loaded.unpersist()
-    summary.unpersist()
+    for frame in (loaded, summary, unpaired):
+        frame.unpersist()
     result["sections"] = _sections(r, args, prev_since if compare else None)
     result["outputs"] = dict(sorted(w.outputs.items()))
     result["csv"] = dict(sorted(w.csv.items()))

@@ -62,6 +62,10 @@ def in_window(records: DataFrame, since_ms: int, until_ms: int) -> DataFrame:
 # ------------------------------------------------------------------------------------ building blocks
 
 
+def _hashed(df: DataFrame) -> DataFrame:
+    return df.withColumn("h", F.xxhash64("msg_id"))
+
+
 def message_summary(records: DataFrame) -> DataFrame:
     """``pub_messages`` and ``deliveries`` in ONE aggregation: one row per (msg_id, ``is_sub``, ``sub_group``).
 
@@ -69,7 +73,10 @@ def message_summary(records: DataFrame) -> DataFrame:
     false when it has no Pub); true: its SubBefore/SubAfter records of one consumer group (the
     ``deliveries`` columns). The picks carry strings (``min_by``), so Spark aggregates by sorting; the
     records are hash-partitioned by msg_id first, so one shuffle and one sort serve both frames (two
-    separate aggregations cost two of each, measured 4.7 s against 7.5 s per million records)."""
+    separate aggregations cost two of each, measured 4.7 s against 7.5 s per million records).
+
+    ``unpaired`` (delivery rows only) marks the groups that may hold a SubBefore without its SubAfter, the
+    candidates of ``stuck_unfinished`` (see ``_unpaired``)."""
     tt = F.col("trace_type")
     is_pub, is_tx = tt == "Pub", tt == "EndTransaction"
     before, after = tt == "SubBefore", tt == "SubAfter"
@@ -82,9 +89,11 @@ def message_summary(records: DataFrame) -> DataFrame:
     # ``h`` (a hash of msg_id) leads the grouping keys so that the sort behind the aggregation orders by a
     # long: msg ids of one broker share their first 8 bytes (its address), the prefix Spark sorts strings by,
     # so sorting by msg_id first compared whole strings (5 M records: 24-29 s -> 17 s for shuffle and sort).
-    keyed = records.where(is_pub | is_tx | is_sub).select(
-        "*", F.xxhash64("msg_id").alias("h"), is_sub.alias("is_sub"),
-        F.when(is_sub, F.col("group")).alias("sub_group"),
+    # ``rh``: the request id's hash, computed once per record for the pairing checks (the sort aggregation
+    # is not code-generated, so an expression used four times there is evaluated four times).
+    keyed = _hashed(records.where(is_pub | is_tx | is_sub)).select(
+        "*", is_sub.alias("is_sub"), F.when(is_sub, F.col("group")).alias("sub_group"),
+        F.xxhash64("request_id").alias("rh"),
     )
     parts = int(records.sparkSession.conf.get("spark.sql.shuffle.partitions") or "2")
     m = (
@@ -123,8 +132,7 @@ def _pairing_checks(before: Column, after: Column) -> list[Column]:
     """Aggregates that tell whether the SubBefores of a (msg_id, group) can all have a SubAfter of the same
     request_id: counts of SubBefores with and without a request_id, of SubAfters with one, and the sums of
     their request ids' hashes (two 31-bit halves, so a long sum cannot overflow)."""
-    rid = F.col("request_id")
-    h = F.xxhash64(rid)
+    rid, h = F.col("request_id"), F.col("rh")
     out = [F.count(F.when(before & rid.isNull(), 1)).alias("rb_null"),
            F.count(F.when(before & rid.isNotNull(), 1)).alias("rb_n"),
            F.count(F.when(after & rid.isNotNull(), 1)).alias("ra_n")]  # fmt: skip
@@ -195,10 +203,6 @@ def dead_letter_marks(records: DataFrame) -> DataFrame:
         .select("msg_id", F.expr(f"substring(topic, {len(DLQ_PREFIX) + 1})").alias("group"))
         .distinct()
     )
-
-
-def _hashed(df: DataFrame) -> DataFrame:
-    return df.withColumn("h", F.xxhash64("msg_id"))
 
 
 def message_group_facts(
