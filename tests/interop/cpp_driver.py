@@ -66,8 +66,10 @@ def push(namesrv: str, topic: str, group: str, expr: str, expected: int, seconds
     print(json.dumps({"started": True}), flush=True)
     done.wait(seconds)
     time.sleep(1.5)  # catch anything unexpected that arrives after the expected count
+    with lock:
+        # before shutdown: the wheel has been seen to die in it, and the result is complete by now
+        print(json.dumps({"received": list(got)}), flush=True)
     c.shutdown()
-    print(json.dumps({"received": got}), flush=True)
 
 
 def pull(namesrv: str, topic: str, group: str, expr: str) -> None:

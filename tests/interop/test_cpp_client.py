@@ -26,6 +26,14 @@ def drive(*args: object, timeout: float = 60.0) -> dict:
     return json.loads([ln for ln in proc.stdout.strip().splitlines() if ln.startswith("{")][-1])
 
 
+def received(consumer: subprocess.Popen, out: str, err: str) -> list[dict]:
+    """The ``received`` list a push driver printed, or a failure naming its exit code and stderr."""
+    lines = [json.loads(ln) for ln in out.strip().splitlines() if ln.startswith("{")]
+    results = [d["received"] for d in lines if "received" in d]
+    assert results, f"the push driver printed no result (exit code {consumer.returncode}): {err[-2000:]}"
+    return results[-1]
+
+
 def test_sync_oneway_and_orderly_sends(daemons):
     ns = daemons.namesrv.address
     r = drive("produce", ns, "CppSync", "sync", 10, "TagA,TagB")
@@ -61,7 +69,7 @@ def test_push_consumer_tag_expression_sees_old_and_new_messages(daemons):
     finally:
         if consumer.poll() is None:
             consumer.kill()
-    got = json.loads([ln for ln in out.strip().splitlines() if ln.startswith("{")][-1])["received"]
+    got = received(consumer, out, err)
     tags = sorted(g["tags"] for g in got)
     assert tags == ["TagA"] * 6 + ["TagC"] * 6, (tags, err[-1000:])
     assert len({g["id"] for g in got}) == 12  # each message once (bodies repeat across the two runs)
@@ -119,6 +127,6 @@ def test_cpp_push_consumer_receives_what_mq_send_sent(daemons):
     finally:
         if consumer.poll() is None:
             consumer.kill()
-    got = json.loads([ln for ln in out.strip().splitlines() if ln.startswith("{")][-1])["received"]
+    got = received(consumer, out, err)
     assert sorted(g["body"] for g in got) == ["hello cpp", "second"], err[-1000:]
     assert {g["tags"] for g in got} == {"TagM"}
