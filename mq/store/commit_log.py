@@ -102,6 +102,8 @@ class CommitLog:
         self.last_store_timestamp = 0
         #: zero-fills ahead of the writer (``mq.store.warm``); set by the store while it runs
         self.warm: WarmAheadService | None = None
+        #: why the last CREATE_MAPPED_FILE_FAILED happened
+        self.create_error = ""
 
     # -- geometry ----------------------------------------------------------------------------------------
     @property
@@ -262,8 +264,9 @@ class CommitLog:
             mf.wrote_position = mf.file_size
         try:
             mf = q.get_last_file(0)
-        except OSError:
-            log.exception("cannot create a commit log segment")
+        except OSError as exc:
+            self.create_error = f"cannot create a commit log segment: {exc.strerror or exc}"
+            log.error("%s", self.create_error)
             return PutMessageStatus.CREATE_MAPPED_FILE_FAILED
         if need + 8 > mf.file_size - mf.wrote_position:  # pragma: no cover - a fresh segment always fits
             return PutMessageStatus.MESSAGE_ILLEGAL

@@ -51,15 +51,38 @@ class Dispatcher:
         #: store time of the last unit written (checkpoint logicsMsgTimestamp)
         self.last_timestamp = 0
         self.lock = threading.Lock()
+        #: records a failed consume-queue write holds back, in log order (``retry``)
+        self._backlog: list[DispatchRequest] = []
+        #: why records wait in the backlog; None when none do
+        self.error: str | None = None
 
     def dispatch(self, requests: list[DispatchRequest]) -> None:
-        """Dispatch records in log order. Callers serialise calls (put lock or flush thread)."""
+        """Dispatch records in log order. Callers serialise calls (put lock or flush thread).
+
+        A consume queue that cannot be written (its next segment cannot be created: a full disk) does not
+        lose the record: it and everything after it wait in a backlog, ``error`` says why (the store refuses
+        writes meanwhile) and ``retry`` dispatches them once it can."""
         if not requests:
             return
+        with self.lock:
+            if self._backlog:
+                self._backlog.extend(requests)
+                return
+            done = self._put_units(requests)
+            if done is not requests:  # stalled: hand the index what was done while still in order
+                if done and self.index is not None:
+                    self.index.submit(done)
+                return
+        if self.index is not None:
+            self.index.submit(requests)
+
+    def _put_units(self, requests: list[DispatchRequest]) -> list[DispatchRequest]:
+        """(Lock held.) Write the units; returns ``requests`` itself, or the prefix written before a
+        consume-queue write failed (the rest then waits in the backlog)."""
         find = self.cq_table.find
         queues = self.cq_table.queues
         notify = self.on_dispatch
-        with self.lock:
+        try:
             for topic, qid, qoff, phy, size, tc, _ts, _k, _u, tran in requests:
                 if tran == _NOT or tran == _COMMIT:
                     per = queues.get(topic)
@@ -72,11 +95,37 @@ class Dispatcher:
                             notify(topic, qid, qoff + 1, tc)
                         except Exception:  # the broker's callback must not break the store
                             log.exception("on_dispatch callback failed")
-            last = requests[-1]
-            self.dispatched_offset = last.phy_offset + last.size
-            self.last_timestamp = last.store_timestamp
-        if self.index is not None:
-            self.index.submit(requests)
+        except OSError as exc:
+            k = next(i for i, r in enumerate(requests) if r.phy_offset == phy)  # noqa: F821 (bound by the loop)
+            self._backlog = requests[k:]
+            if self.error is None:
+                log.error("cannot write consume queue %s-%d at commit log offset %d (%s); %d record(s) wait to "
+                          "be dispatched and the store refuses writes until they are", topic, qid, phy,
+                          exc.strerror or exc, len(self._backlog))
+            self.error = f"cannot write consume queue {topic}-{qid}: {exc.strerror or exc}"
+            requests = requests[:k]
+            if not requests:
+                return requests
+        last = requests[-1]
+        self.dispatched_offset = last.phy_offset + last.size
+        self.last_timestamp = last.store_timestamp
+        return requests
+
+    def retry(self) -> bool:
+        """Dispatch the records a failed consume-queue write held back; True when none wait any more."""
+        with self.lock:
+            pending = self._backlog
+            if not pending:
+                return True
+            self._backlog = []
+            done = self._put_units(pending)
+            if done and self.index is not None:
+                self.index.submit(done)
+            if self._backlog:
+                return False
+            log.info("consume queues writable again; %d waiting record(s) dispatched", len(pending))
+            self.error = None
+            return True
 
     def reput(self, commit_log: CommitLog, from_offset: int, *, check_crc: bool = False,
               delay_levels_ms: list[int] | None = None, batch: int = 1024) -> int:
@@ -122,6 +171,8 @@ class IndexDispatcher:
 
     LINGER_S = 0.001
     LINGER_BATCHES = 64
+    #: how often entries held back by a failed index-file creation are retried
+    RETRY_S = 1.0
 
     def __init__(self, index: IndexLike) -> None:
         self.index = index
@@ -154,6 +205,8 @@ class IndexDispatcher:
         if batch is not None:
             try:
                 batch(requests)
+            except OSError:
+                pass  # the index keeps the entries it could not write (``pending``); _run retries them
             except Exception:
                 log.exception("index build failed between offsets %d and %d", requests[0].phy_offset,
                               requests[-1].phy_offset)
@@ -184,6 +237,11 @@ class IndexDispatcher:
                 if not q and not self._stopped:
                     woken = True
                 while not q and not self._stopped:
+                    if getattr(self.index, "pending", 0):
+                        self._cond.wait(self.RETRY_S)  # entries wait for an index file: retry them
+                        if not q and not self._stopped:
+                            self._retry()
+                        continue
                     self._idle.set()
                     self._cond.wait()
                 self._sleeping = False
@@ -200,6 +258,14 @@ class IndexDispatcher:
                 work += q.popleft()
             if work:
                 self._build(work)
+
+    def _retry(self) -> None:
+        try:
+            self.index.retry_pending()  # type: ignore[attr-defined]
+        except OSError:
+            pass  # still no room; logged by the index
+        except Exception:
+            log.exception("retrying held-back index entries failed")
 
     def wait_idle(self, timeout: float | None = None) -> bool:
         return self._idle.wait(timeout)

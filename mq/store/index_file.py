@@ -20,8 +20,8 @@ files and we read theirs::
     |                              +16      |  4  | prevIndex  older entry in the same slot; 0 ends the chain|
     +---------------------------------------+-----+---------------------------------------------------------+
 
-File size = 40 + hashSlotNum*4 + indexNum*20 (420,000,040 bytes with the defaults), created sparse at full
-length. Entry 0 is never written, so a file holds at most ``indexNum - 1`` entries. A slot or prevIndex value
+File size = 40 + hashSlotNum*4 + indexNum*20 (420,000,040 bytes with the defaults), created at full length with
+its blocks reserved (``mapped_file.reserve_blocks``: a store into a hole a full disk cannot fill kills the process). Entry 0 is never written, so a file holds at most ``indexNum - 1`` entries. A slot or prevIndex value
 ``<= 0`` or ``> indexCount`` reads as empty.
 
 Reading a chain (``iter_phy_offsets``) follows Java's ``selectPhyOffset``: the time of an entry is
@@ -52,6 +52,7 @@ from pathlib import Path
 from typing import Iterator
 
 from mq.errors import MQError
+from mq.store.mapped_file import reserve_blocks
 
 #: Header: beginTimestamp, endTimestamp, beginPhyOffset, endPhyOffset (int64), hashSlotCount, indexCount (int32).
 HEADER_FORMAT = ">qqqqii"
@@ -245,10 +246,11 @@ class IndexFile:
         size = index_file_size(hash_slot_num, index_num)
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
         try:
-            os.ftruncate(fd, size)
+            reserve_blocks(fd, size, Path(path), new=True)
             f = cls(path, hash_slot_num, index_num, fd)
         except BaseException:
             os.close(fd)
+            Path(path).unlink(missing_ok=True)
             raise
         if end_phy_offset > 0:
             f.begin_phy_offset = f.end_phy_offset = end_phy_offset
@@ -268,6 +270,7 @@ class IndexFile:
                 raise IndexFileError(
                     f"index file {path} is {actual} bytes, expected {size} for maxHashSlotNum={hash_slot_num} "
                     f"and maxIndexNum={index_num}; was it written with other settings?")
+            reserve_blocks(fd, size, Path(path), new=False)
             return cls(path, hash_slot_num, index_num, fd)
         except BaseException:
             os.close(fd)

@@ -59,6 +59,8 @@ class IndexService:
         self._unflushed_full: list[IndexFile] = []
         self._index_msg_timestamp = 0
         self._last_indexed: int | None = None  # offset of the newest message that has entries
+        #: entries a failed index-file creation held back, written first by the next ``_put_items``
+        self._pending: list[tuple[int, int, int]] = []
         self._prefix_hashes: dict[str, int] = {}  # topic -> unsigned hash of "topic#"
         self._lock = threading.RLock()
         self._loaded = False
@@ -179,7 +181,10 @@ class IndexService:
                     items.append((prefixed_key_hash(ph, t), phy, ts))
 
     def _put_items(self, items: list[tuple[int, int, int]]) -> int:
-        """Write (hash, phyOffset, storeTimestamp) entries, ascending by offset, skipping replayed ones."""
+        """Write (hash, phyOffset, storeTimestamp) entries, ascending by offset, skipping replayed ones.
+
+        When the next file cannot be created (a full disk) the entries not yet written are kept and go first
+        on the next call (``retry_pending``), so none is lost and none is written twice."""
         with self._lock:
             if self._closed or not self._loaded:
                 self._check_open()
@@ -193,20 +198,39 @@ class IndexService:
             end = len(items)
             while i < end and ((last is not None and items[i][1] <= last) or items[i][1] < floor):
                 i += 1
+            if self._pending:
+                items = self._pending + items[i:]
+                self._pending = []
+                i, end = 0, len(items)
             if i == end:
                 return 0
             start = i
-            f = files[-1] if files and files[-1].index_count < self.max_index_num else self._roll()
-            while True:
-                j = f.put_hashes(items, i)
-                if j == end:
-                    break
-                if j == i and f.index_count < self.max_index_num:  # a file with room always takes an entry
-                    raise RuntimeError(f"index file {f.name} refused an entry")
-                i = j
-                f = self._roll()
+            try:
+                f = files[-1] if files and files[-1].index_count < self.max_index_num else self._roll()
+                while True:
+                    j = f.put_hashes(items, i)
+                    if j == end:
+                        break
+                    if j == i and f.index_count < self.max_index_num:  # a file with room always takes an entry
+                        raise RuntimeError(f"index file {f.name} refused an entry")
+                    i = j
+                    f = self._roll()
+            except OSError as exc:
+                self._pending = items[i:]
+                log.error("cannot create an index file (%s); %d index entries wait for it", exc.strerror or exc,
+                          len(self._pending))
+                raise
             self._last_indexed = items[-1][1]
             return end - start
+
+    @property
+    def pending(self) -> int:
+        """Index entries waiting for an index file that could not be created."""
+        return len(self._pending)
+
+    def retry_pending(self) -> int:
+        """Write the entries a failed file creation held back; returns how many were written."""
+        return self._put_items([]) if self._pending else 0
 
     def _roll(self) -> IndexFile:
         prev = self._files[-1] if self._files else None

@@ -1,7 +1,11 @@
 """One preallocated, memory-mapped segment file (RocketMQ ``MappedFile``).
 
 A segment is named by the 20-digit decimal offset of its first byte in the logical stream and is exactly
-``file_size`` bytes on disk from creation (sparse, zero-filled via ``ftruncate``), as RocketMQ requires.
+``file_size`` bytes on disk from creation, as RocketMQ requires. Its blocks are reserved up front
+(``posix_fallocate``): a write through a mapping into a hole that the file system cannot fill raises SIGBUS and
+kills the process, so a full disk must fail the creation of a segment (an ``OSError`` the callers turn into a
+status), never a later store into it. Files that a sparse writer left (RocketMQ's Java broker, older ``mq``) get
+their holes reserved when they are opened.
 Writes go through a shared ``mmap``: once copied they are in the page cache and survive a process crash.
 ``flush`` calls ``os.fdatasync`` on the file descriptor; it releases the GIL and, on Linux, writes back
 pages dirtied through the mapping (``mmap.flush``/msync would hold the GIL: PERFORMANCE.md).
@@ -9,6 +13,7 @@ pages dirtied through the mapping (``mmap.flush``/msync would hold the GIL: PERF
 
 from __future__ import annotations
 
+import errno
 import logging
 import mmap
 import os
@@ -28,6 +33,35 @@ NOT_ZEROING = 1 << 62
 
 class StoreError(MQError):
     """The store's files are unusable (wrong size, corrupt beyond repair, locked) or it was misused."""
+
+
+#: errors of ``posix_fallocate`` that mean "this file system cannot reserve", not "no space"
+_NO_FALLOCATE = {errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL}
+_warned_sparse: set[int] = set()  # st_dev of the file systems already warned about
+
+
+def reserve_blocks(fd: int, size: int, path: Path, *, new: bool) -> None:
+    """Reserve disk blocks for bytes ``[0, size)`` of ``fd`` so that stores through a mapping cannot fault.
+
+    A new file that does not fit raises ``OSError(ENOSPC)``. For an existing file (``new=False``) a failure is
+    logged and the file stays as it was: it still holds data that must stay readable. A file system that cannot
+    reserve (``EOPNOTSUPP``) leaves the file sparse, with one warning per file system."""
+    try:
+        os.posix_fallocate(fd, 0, size)
+    except OSError as exc:
+        if exc.errno in _NO_FALLOCATE:
+            st = os.fstat(fd)
+            if st.st_size < size:
+                os.ftruncate(fd, size)
+            if st.st_dev not in _warned_sparse:
+                _warned_sparse.add(st.st_dev)
+                log.warning("the file system of %s cannot reserve blocks (%s); store files stay sparse there, "
+                            "and a full disk will stop the process", path.parent, exc.strerror)
+            return
+        if new:
+            raise
+        log.warning("cannot reserve the blocks of %s (%s); writes into its holes would fail if the disk fills",
+                    path, exc.strerror)
 
 
 def offset_to_file_name(offset: int) -> str:
@@ -59,10 +93,12 @@ class MappedFile:
         try:
             size = os.fstat(self.fd).st_size
             if create:
-                os.ftruncate(self.fd, file_size)
+                reserve_blocks(self.fd, file_size, self.path, new=True)
                 os.rename(tmp, self.path)
             elif size != file_size:
                 raise StoreError(f"{self.path} is {size} bytes; every segment must be exactly {file_size}")
+            else:
+                reserve_blocks(self.fd, file_size, self.path, new=False)
             self.mm = mmap.mmap(self.fd, file_size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
         except BaseException:
             os.close(self.fd)

@@ -235,6 +235,11 @@ class MessageStore:
     def _stats_loop(self) -> None:
         while not self._stop_stats.wait(1.0):
             self.stats.sample()
+            if self.dispatcher.error is not None:
+                try:
+                    self.dispatcher.retry()
+                except Exception:
+                    log.exception("retrying the dispatch of held-back records failed")
 
     # -- put ---------------------------------------------------------------------------------------------
     def _check_writable(self) -> tuple[PutMessageStatus, str] | None:
@@ -244,6 +249,8 @@ class MessageStore:
             return _S.SERVICE_NOT_AVAILABLE, "message store is a slave"
         if self.flush_error is not None:
             return _S.SERVICE_NOT_AVAILABLE, self.flush_error
+        if self.dispatcher.error is not None:
+            return _S.SERVICE_NOT_AVAILABLE, self.dispatcher.error
         if self.cleaner.disk_full:
             return _S.SERVICE_NOT_AVAILABLE, f"disk full ({self.cleaner.last_ratio:.0%} used)"
         b = self._begin_in_lock
@@ -289,7 +296,8 @@ class MessageStore:
             try:
                 reqs = cl.append(prepared, int(self.now() * 1000))
                 if reqs.__class__ is PutMessageStatus:
-                    return PutMessageResult(reqs, remark="append failed"), None  # type: ignore[arg-type]
+                    why = cl.create_error if reqs is _S.CREATE_MAPPED_FILE_FAILED else "append failed"
+                    return PutMessageResult(reqs, remark=why), None  # type: ignore[arg-type]
                 first = reqs[0]
                 if len(reqs) == 1:
                     wrote = first.size

@@ -1,8 +1,9 @@
 """Warm-ahead: zero-fill the commit log's page cache just ahead of the write position, off the put path.
 
-A segment is created sparse (``ftruncate``), so the first write to each 4 KiB page through the mapping takes a
-page fault that allocates and zeroes a page-cache page and reserves its disk block: about 1.7 µs of the put
-path's CPU per 1 KiB message on this machine (``benchmarks/store_append.py``). ``WarmAheadService`` moves that
+A segment's disk blocks are reserved when it is created (``mapped_file.reserve_blocks``), but its pages are not
+in the page cache, so the first write to each 4 KiB page through the mapping takes a page fault that allocates
+and zeroes a page-cache page: about 1.7 µs of the put path's CPU per 1 KiB message on this machine, measured
+when segments were still sparse (``benchmarks/store_append.py``). ``WarmAheadService`` moves that
 work to its own thread: it ``os.pwrite``s zeros (the GIL is released) into the chunk after the write position,
 so the put path later finds the page already cached and only maps it. RocketMQ's ``warmMapedFileEnable`` does
 the same job once per segment; here it runs continuously, ``ahead`` bytes in front of the writer. It is off unless

@@ -107,7 +107,7 @@ def put_status_response(cmd: RemotingCommand, res: PutMessageResult, max_size: i
     if st is _S.OS_PAGECACHE_BUSY:
         return cmd.response(RC.SYSTEM_ERROR, "[PC_SYNCHRONIZED]broker busy, start flow control for a while")
     if st is _S.CREATE_MAPPED_FILE_FAILED:
-        return cmd.response(RC.SYSTEM_ERROR, "create mapped file failed, server is busy or broken.")
+        return cmd.response(RC.SYSTEM_ERROR, f"create mapped file failed, server is busy or broken. ({res.remark})")
     return cmd.response(RC.SYSTEM_ERROR, st.name)
 
 

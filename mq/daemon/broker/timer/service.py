@@ -174,6 +174,10 @@ class TimerMessageService:
                     self.store.write_checkpoint(self.store.watermark, self.store.checkpoint_offset())
             except asyncio.CancelledError:
                 raise
+            except OSError as exc:  # a full disk, say: one line, not a traceback a second
+                log.error("timer loop: %s; retrying in 1 s", exc)
+                await asyncio.sleep(1.0)
+                continue
             except Exception:
                 log.exception("timer loop failed; retrying in 1 s")
                 await asyncio.sleep(1.0)

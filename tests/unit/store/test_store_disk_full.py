@@ -1,0 +1,157 @@
+"""A full disk: segments reserve their blocks, and a file that cannot be created stops writes without losing
+or reordering anything. ``posix_fallocate`` is made to fail with ENOSPC for chosen directories; the real
+full-disk run (a small tmpfs, the broker daemon) is in tests/integration/broker/test_broker_disk_full.py."""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+import time
+
+import pytest
+
+from .conftest import inner
+
+from mq.common.record import decode_record, decode_records
+from mq.store import mapped_file
+from mq.store.status import GetMessageStatus as G
+from mq.store.status import PutMessageStatus as P
+
+_real_fallocate = os.posix_fallocate
+
+
+class DiskFull:
+    """``os.posix_fallocate`` that fails with ENOSPC for files under the ``full`` directories."""
+
+    def __init__(self) -> None:
+        self.full: set[str] = set()
+        self.refused = 0
+
+    def __call__(self, fd: int, offset: int, length: int) -> None:
+        path = os.readlink(f"/proc/self/fd/{fd}")
+        if any(path.startswith(d) for d in self.full):
+            self.refused += 1
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        _real_fallocate(fd, offset, length)
+
+
+@pytest.fixture
+def disk(monkeypatch) -> DiskFull:
+    d = DiskFull()
+    monkeypatch.setattr(os, "posix_fallocate", d)
+    return d
+
+
+def _bodies(s, topic: str, queue_id: int) -> list[bytes]:
+    out, offset = [], 0
+    while True:
+        r = s.get_message("g", topic, queue_id, offset, 32)
+        if r.status is not G.FOUND:
+            return out
+        out += [m.body for b in r.buffers for m in decode_records(b)]
+        offset = r.next_begin_offset
+
+
+def test_a_new_segment_has_its_blocks_reserved(make_store):
+    s = make_store()
+    s.put_message(inner())
+    f = s.commit_log.queue.files[-1]
+    st = os.stat(f.path)
+    assert st.st_size == f.file_size == 64 * 1024
+    assert st.st_blocks * 512 >= f.file_size  # allocated, not a hole a full disk could leave unfillable
+    cq = s.cq_table.find("T", 0).queue.files[-1]
+    assert os.stat(cq.path).st_blocks * 512 >= cq.file_size
+
+
+def test_a_file_system_that_cannot_reserve_leaves_segments_sparse_with_a_warning(make_store, monkeypatch,
+                                                                                   caplog):
+    def unsupported(fd, offset, length):
+        raise OSError(errno.EOPNOTSUPP, os.strerror(errno.EOPNOTSUPP))
+
+    monkeypatch.setattr(os, "posix_fallocate", unsupported)
+    monkeypatch.setattr(mapped_file, "_warned_sparse", set())
+    with caplog.at_level(logging.WARNING, logger="mq.store.mapped_file"):
+        s = make_store()
+        for i in range(40):
+            assert s.put_message(inner(body=b"x" * 3000)).status is P.PUT_OK
+    assert len(s.commit_log.queue.files) >= 2
+    assert all(os.stat(f.path).st_size == f.file_size for f in s.commit_log.queue.files)
+    warned = [r for r in caplog.records if "cannot reserve blocks" in r.getMessage()]
+    assert len(warned) == 1  # once per file system, not once per file
+    assert len(_bodies(s, "T", 0)) == 40
+
+
+def test_no_room_for_a_commit_log_segment_is_a_status_then_writes_resume(make_store, disk, tmp_path):
+    s = make_store()
+    for _ in range(15):  # 3000-byte records: 21 fit in one 64 KiB segment
+        assert s.put_message(inner(body=b"a" * 3000)).status is P.PUT_OK
+    disk.full.add(str(tmp_path / "store" / "commitlog"))
+    results = [s.put_message(inner(body=b"b" * 3000)) for _ in range(10)]
+    ok = [r for r in results if r.status is P.PUT_OK]
+    failed = [r for r in results if r.status is not P.PUT_OK]
+    assert len(ok) == 6 and len(failed) == 4  # the segment filled, the next could not be created
+    assert all(r.status is P.CREATE_MAPPED_FILE_FAILED for r in failed)
+    assert "No space left on device" in failed[0].remark
+    assert not any(p.name.endswith(mapped_file.TMP_SUFFIX) for p in (tmp_path / "store" / "commitlog").iterdir())
+    disk.full.clear()
+    assert s.put_message(inner(body=b"c" * 3000)).status is P.PUT_OK
+    assert _bodies(s, "T", 0) == [b"a" * 3000] * 15 + [b"b" * 3000] * 6 + [b"c" * 3000]
+
+
+def test_no_room_for_a_consume_queue_segment_holds_dispatch_back_and_refuses_writes(make_store, disk, tmp_path):
+    s = make_store()  # 64 units per consume-queue segment
+    for i in range(60):
+        assert s.put_message(inner(body=b"%d" % i)).status is P.PUT_OK
+    disk.full.add(str(tmp_path / "store" / "consumequeue"))
+    results = [s.put_message(inner(body=b"%d" % i)) for i in range(60, 80)]
+    # Units 60..63 fit; the record whose unit needs segment 2 is stored (PUT_OK: it is in the log and will be
+    # dispatched) and everything after is refused with the reason.
+    assert [r.status for r in results[:5]] == [P.PUT_OK] * 5
+    refused = results[5:]
+    assert all(r.status is P.SERVICE_NOT_AVAILABLE for r in refused)
+    assert "cannot write consume queue T-0" in refused[0].remark and "No space" in refused[0].remark
+    assert s.get_max_offset("T", 0) == 64  # the 65th record waits
+    assert s.dispatcher.retry() is False  # still no room
+    disk.full.clear()
+    assert s.dispatcher.retry() is True
+    assert s.dispatcher.error is None
+    assert s.put_message(inner(body=b"after")).status is P.PUT_OK
+    assert _bodies(s, "T", 0) == [b"%d" % i for i in range(65)] + [b"after"]
+    assert s.dispatch_behind_bytes() == 0
+
+
+def test_the_store_retries_held_back_dispatch_by_itself(make_store, disk, tmp_path):
+    s = make_store()
+    for i in range(64):
+        s.put_message(inner(body=b"%d" % i))
+    disk.full.add(str(tmp_path / "store" / "consumequeue"))
+    assert s.put_message(inner(body=b"64")).status is P.PUT_OK
+    assert s.put_message(inner(body=b"65")).status is P.SERVICE_NOT_AVAILABLE
+    disk.full.clear()
+    deadline = time.monotonic() + 10
+    while s.dispatcher.error is not None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert s.dispatcher.error is None
+    assert _bodies(s, "T", 0) == [b"%d" % i for i in range(65)]
+
+
+def test_no_room_for_an_index_file_keeps_the_entries_until_there_is(make_store, disk, tmp_path):
+    s = make_store(max_hash_slot_num=64, max_index_num=16)  # 15 entries per index file
+    for i in range(10):
+        s.put_message(inner(keys=f"k{i} x{i}", body=b"%d" % i))  # 2 keys per message (no UNIQ_KEY)
+    s.index_dispatcher.wait_idle(10)
+    disk.full.add(str(tmp_path / "store" / "index"))
+    for i in range(10, 20):
+        s.put_message(inner(keys=f"k{i} x{i}", body=b"%d" % i))
+    deadline = time.monotonic() + 10
+    while not s.index.pending and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert s.index.pending > 0 and disk.refused > 0
+    disk.full.clear()
+    assert s.index_dispatcher.wait_idle(10)
+    assert s.index.pending == 0
+    for i in range(20):
+        for key in (f"k{i}", f"x{i}"):
+            found = s.query_message("T", key, 8)
+            assert [decode_record(b).body for b in found.buffers] == [b"%d" % i], key  # every key, each exactly once
