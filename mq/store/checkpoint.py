@@ -21,6 +21,8 @@ import os
 import struct
 from pathlib import Path
 
+from mq.store.mapped_file import reserve_blocks
+
 #: physicMsgTimestamp, logicsMsgTimestamp, indexMsgTimestamp.
 CHECKPOINT_FORMAT = ">qqq"
 CHECKPOINT_FILE_SIZE = 4096
@@ -41,6 +43,8 @@ class StoreCheckpoint:
         try:
             if os.fstat(self._fd).st_size < CHECKPOINT_FILE_SIZE:
                 os.ftruncate(self._fd, CHECKPOINT_FILE_SIZE)  # Java maps a full page, which extends it
+            # Its block reserved, so rewriting it in place never needs space a full disk lacks.
+            reserve_blocks(self._fd, CHECKPOINT_FILE_SIZE, self.path, new=False)
             data = os.pread(self._fd, _CHECKPOINT.size, 0)
         except BaseException:
             os.close(self._fd)

@@ -107,8 +107,11 @@ class JsonConfigFile:
             while view:
                 view = view[os.write(fd, view):]
             os.fsync(fd)
-        finally:
+        except BaseException:  # a full disk: the file in place stays as it was, and no partial copy lingers
             os.close(fd)
+            self.tmp_path.unlink(missing_ok=True)
+            raise
+        os.close(fd)
         if self._read(self.path) is not None:
             bak_tmp = self.bak_path.with_name(self.bak_path.name + ".tmp")
             try:

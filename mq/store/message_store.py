@@ -102,6 +102,7 @@ class MessageStore:
         self._loaded = False
         self._running = False
         self._shutdown = False
+        self._checkpoint_failing = False  # logged once until a checkpoint write succeeds again
         self._begin_in_lock = 0.0
         self._slave = config.broker_role.upper() == "SLAVE"
         self._stats_thread: threading.Thread | None = None
@@ -189,7 +190,11 @@ class MessageStore:
         clean = (self.flush_error is None and not self.cleaner.disk_full
                  and self.dispatch_behind_bytes() == 0 and was_running)
         if self.checkpoint is not None:
-            self.checkpoint.close()
+            try:
+                self.checkpoint.close()
+            except OSError as exc:  # the next start then recovers as after a crash, which is safe
+                log.error("cannot write the checkpoint at shutdown (%s); the abort file stays", exc.strerror)
+                clean = False
         self.commit_log.close()
         self.cq_table.close()
         if self._loaded:
@@ -229,8 +234,14 @@ class MessageStore:
             cp.index_msg_timestamp = max(cp.index_msg_timestamp, self.index.index_msg_timestamp)
         try:
             cp.flush()
-        except (OSError, ValueError):
-            log.exception("checkpoint flush failed")
+        except (OSError, ValueError) as exc:
+            if not self._checkpoint_failing:
+                log.error("checkpoint flush failed: %s", exc)
+            self._checkpoint_failing = True
+        else:
+            if self._checkpoint_failing:
+                log.info("checkpoint written again")
+            self._checkpoint_failing = False
 
     def _stats_loop(self) -> None:
         while not self._stop_stats.wait(1.0):

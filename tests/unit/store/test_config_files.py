@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 from pathlib import Path
+
+import pytest
 
 from mq.store.config_files import (
     ConsumerOffsetFile,
@@ -44,6 +48,26 @@ def test_save_keeps_the_previous_version_as_bak(tmp_path: Path) -> None:
     assert json.loads(f.bak_path.read_text()) == {"v": 2}
     assert f.load() == {"v": 3}
     assert sorted(p.name for p in tmp_path.iterdir()) == ["x.json", "x.json.bak"]
+
+
+def test_a_save_that_finds_the_disk_full_leaves_the_file_and_no_partial_copy(tmp_path: Path, monkeypatch) -> None:
+    f = JsonConfigFile(tmp_path / "x.json")
+    f.save({"v": 1})
+    real_write = os.write
+
+    def write_half_then_enospc(fd, data):
+        if getattr(write_half_then_enospc, "done", False):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        write_half_then_enospc.done = True
+        return real_write(fd, bytes(data)[: len(data) // 2])
+
+    monkeypatch.setattr(os, "write", write_half_then_enospc)
+    with pytest.raises(OSError) as err:
+        f.save({"v": 2, "pad": "x" * 1000})
+    assert err.value.errno == errno.ENOSPC
+    monkeypatch.undo()
+    assert f.load() == {"v": 1}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["x.json"]
 
 
 def test_corrupt_or_missing_main_file_falls_back_to_bak(tmp_path: Path) -> None:

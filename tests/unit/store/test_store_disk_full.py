@@ -155,3 +155,21 @@ def test_no_room_for_an_index_file_keeps_the_entries_until_there_is(make_store, 
         for key in (f"k{i}", f"x{i}"):
             found = s.query_message("T", key, 8)
             assert [decode_record(b).body for b in found.buffers] == [b"%d" % i], key  # every key, each exactly once
+
+
+def test_the_checkpoint_has_its_block_and_a_failed_write_at_shutdown_still_shuts_down(make_store, tmp_path):
+    s = make_store()
+    for i in range(5):
+        s.put_message(inner(body=b"%d" % i))
+    cp = tmp_path / "store" / "checkpoint"
+    assert os.stat(cp).st_blocks * 512 >= 4096  # rewritten in place, so it needs no new block
+
+    def no_space() -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    s.checkpoint.flush = no_space
+    s.shutdown()  # does not raise; the abort file stays so the next start recovers as after a crash
+    assert (tmp_path / "store" / "abort").exists()
+    again = make_store()  # the lock was released
+    assert not again.recovery.last_exit_ok
+    assert _bodies(again, "T", 0) == [b"%d" % i for i in range(5)]
