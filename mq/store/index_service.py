@@ -198,7 +198,8 @@ class IndexService:
             end = len(items)
             while i < end and ((last is not None and items[i][1] <= last) or items[i][1] < floor):
                 i += 1
-            if self._pending:
+            retrying = bool(self._pending)
+            if retrying:
                 items = self._pending + items[i:]
                 self._pending = []
                 i, end = 0, len(items)
@@ -217,9 +218,11 @@ class IndexService:
                     f = self._roll()
             except OSError as exc:
                 self._pending = items[i:]
-                log.error("cannot create an index file (%s); %d index entries wait for it", exc.strerror or exc,
-                          len(self._pending))
+                if not retrying:  # once per episode, not once per retry
+                    log.error("cannot create an index file (%s); index entries wait for it", exc.strerror or exc)
                 raise
+            if retrying:
+                log.info("index file created; held-back index entries written")
             self._last_indexed = items[-1][1]
             return end - start
 
