@@ -44,6 +44,20 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "trace": ("mq.cli.trace:trace", "Message trace: follow one message's path (mq trace -i MSGID)."),
     "store": ("mq.cli.store:store", "Verify or print a store directory offline (no broker needed)."),
     "dlq": ("mq.cli.dlq:dlq", "Dead letters of a consumer group: list, resend."),  # DELIVERY helper
+    "wipeWritePerm": ("mq.cli.namesrv_admin:wipe_write_perm", "Take write permission away from a broker on the name servers."),
+    "addWritePerm": ("mq.cli.namesrv_admin:add_write_perm", "Give a broker its write permission back on the name servers."),
+    "updateKvConfig": ("mq.cli.namesrv_admin:update_kv_config", "Create or update a name server KV config entry."),
+    "deleteKvConfig": ("mq.cli.namesrv_admin:delete_kv_config", "Delete a name server KV config entry."),
+    "getNamesrvConfig": ("mq.cli.namesrv_admin:get_namesrv_config", "Show the configuration of each name server."),
+    "updateNamesrvConfig": ("mq.cli.namesrv_admin:update_namesrv_config", "Change a run-time setting of the name servers."),
+    "topicClusterList": ("mq.cli.namesrv_admin:topic_cluster_list", "List the clusters that hold a topic."),
+    "updateOrderConf": ("mq.cli.namesrv_admin:update_order_conf", "Show, set or delete a topic's order config."),
+    "updateTopicPerm": ("mq.cli.topic_admin:update_topic_perm", "Change a topic's permission on a broker or cluster."),
+    "consumerStatus": ("mq.cli.consumer_status:consumer_status", "Show the running state of a consumer group's clients."),
+    "allocateMQ": ("mq.cli.consumer_status:allocate_mq", "Show how queues of a topic are allocated to client ids."),
+    "sendMsgStatus": ("mq.cli.send_rt:send_msg_status", "Send test messages to one broker and show each round trip."),
+    "checkMsgSendRT": ("mq.cli.send_rt:check_msg_send_rt", "Send test messages to a topic and show the send RT."),
+    "clusterRT": ("mq.cli.send_rt:cluster_rt", "Measure the send RT of every broker of a cluster."),
 }
 
 

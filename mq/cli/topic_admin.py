@@ -134,3 +134,91 @@ def delete_topic(obj, topic: str, cluster: str, json_mode: bool) -> None:
     for failure in out["namesrvFailures"]:
         console.warn(f"name server: {failure}")
     console.line(f"delete topic {topic} from the name server(s) success")
+
+
+def perm_text(perm: int) -> str:
+    """A topic permission as mqadmin's letters: 6 -> ``RW``, 4 -> ``R``, 2 -> ``W``, 0 -> ``-``."""
+    letters = ("R" if perm & 4 else "") + ("W" if perm & 2 else "")
+    return f"{perm} ({letters or '-'})"
+
+
+def _valid_topic(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    from mq.cli.consumer_status import valid_topic
+
+    return valid_topic(ctx, param, value)
+
+
+@click.command("updateTopicPerm")
+@click.option("-t", "--topic", required=True, callback=_valid_topic, help="Topic name.")
+@click.option("-p", "--perm", required=True, type=click.Choice(["2", "4", "6"]),
+              help="New permission: 2 = write, 4 = read, 6 = read+write.")
+@click.option("-b", "--broker-addr", "broker", help="Change it on this broker (ip:port).")
+@click.option("-c", "--cluster", help="Change it on every master of this cluster.")
+@json_option
+@click.pass_obj
+def update_topic_perm(obj, topic: str, perm: str, broker: str | None, cluster: str | None, json_mode: bool) -> None:
+    """Change only the permission of a topic on one broker or on every master of a cluster.
+
+    Each broker's current config of the topic (GET_ALL_TOPIC_CONFIG) is written back with the new perm. A broker
+    that does not hold the topic, or cannot be reached, is an error row and the exit code is 1."""
+    import dataclasses
+    import sys
+
+    from mq.cli.console import Console
+    from mq.errors import MQError
+
+    if bool(cluster) == bool(broker):
+        raise click.UsageError("give exactly one of -c/--cluster and -b/--broker-addr")
+    new_perm = int(perm)
+
+    async def run(admin) -> list[dict]:
+        if cluster:
+            targets = await admin.master_addrs(cluster)
+            if not targets:
+                from mq.errors import BrokerError
+
+                raise BrokerError(1, f"cluster {cluster!r} has no master broker")
+        else:
+            info = await admin.cluster_info()
+            targets = {name: broker for name, bd in info.broker_addr_table.items()
+                       if bd.broker_addrs.get(0) == broker} or {broker: broker}
+        rows = []
+        for name, addr in sorted(targets.items()):
+            row = {"brokerName": name, "addr": addr, "oldPerm": None, "newPerm": new_perm, "status": "error",
+                   "error": None}
+            rows.append(row)
+            try:
+                table = (await admin.get_all_topic_config(addr)).topic_config_table
+            except MQError as exc:
+                if "No topic in this broker" not in str(exc):
+                    row["error"] = str(exc)
+                    continue
+                table = {}
+            tc = table.get(topic)
+            if tc is None:
+                row["error"] = f"topic {topic!r} does not exist on broker {name} ({addr})"
+                continue
+            row["oldPerm"] = tc.perm
+            if tc.perm == new_perm:
+                row["status"] = "unchanged"
+                continue
+            try:
+                await admin.create_and_update_topic_config(addr, dataclasses.replace(tc, perm=new_perm))
+            except MQError as exc:
+                row["error"] = str(exc)
+                continue
+            row["status"] = "updated"
+        return rows
+
+    rows = with_admin(obj, run)
+    failed = [r for r in rows if r["status"] == "error"]
+    console = Console(json_mode=json_mode)
+    if json_mode:
+        console.json({"topic": topic, "perm": new_perm, "brokers": rows})
+    else:
+        console.table(f"Permission of {topic}", ["Broker", "Address", "Old Perm", "New Perm", "Result"],
+                      [(r["brokerName"], r["addr"], "-" if r["oldPerm"] is None else perm_text(r["oldPerm"]),
+                        perm_text(r["newPerm"]), r["error"] or r["status"]) for r in rows])
+    if failed:
+        console.error(f"{len(failed)} of {len(rows)} broker(s) failed: {failed[0]['error']}")
+        sys.exit(1)

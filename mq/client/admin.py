@@ -132,6 +132,34 @@ class MQAdmin:
             RequestCode.ADD_WRITE_PERM_OF_BROKER, h.AddWritePermOfBrokerRequestHeader(broker_name=broker_name).to_ext()))
         return h.AddWritePermOfBrokerResponseHeader.from_ext(resp.ext_fields).add_topic_count
 
+    async def get_namesrv_config(self, addr: str) -> dict[str, str]:
+        """GET_NAMESRV_CONFIG of one name server: its Java-properties text as a dict."""
+        try:
+            resp = await self.client.invoke(addr, RemotingCommand.request(RequestCode.GET_NAMESRV_CONFIG),
+                                            timeout=self.timeout)
+        except ConnectError as exc:
+            raise ConnectError(f"cannot reach name server {addr}: {str(exc).split(': ', 1)[-1]}", addr=addr) from None
+        if resp.code != ResponseCode.SUCCESS:
+            raise BrokerError.from_response(resp.code, resp.remark, addr)
+        out: dict[str, str] = {}
+        for line in bytes(resp.body or b"").decode("utf-8", "replace").splitlines():
+            line = line.strip()
+            if line and not line.startswith(("#", "!")) and "=" in line:
+                key, value = line.split("=", 1)
+                out[key.strip()] = value.strip()
+        return out
+
+    async def update_namesrv_config(self, addr: str, props: dict[str, str]) -> None:
+        """UPDATE_NAMESRV_CONFIG of one name server (body: key=value lines)."""
+        body = "".join(f"{k}={v}\n" for k, v in props.items()).encode()
+        try:
+            resp = await self.client.invoke(addr, RemotingCommand.request(RequestCode.UPDATE_NAMESRV_CONFIG,
+                                                                          body=body), timeout=self.timeout)
+        except ConnectError as exc:
+            raise ConnectError(f"cannot reach name server {addr}: {str(exc).split(': ', 1)[-1]}", addr=addr) from None
+        if resp.code != ResponseCode.SUCCESS:
+            raise BrokerError.from_response(resp.code, resp.remark, addr)
+
     async def delete_topic_in_namesrv(self, topic: str, cluster: str | None = None) -> None:
         await self.call_namesrv(RemotingCommand.request(
             RequestCode.DELETE_TOPIC_IN_NAMESRV,

@@ -257,13 +257,14 @@ class RouteTable:
         return True
 
     def set_write_perm(self, broker_name: str, writable: bool) -> int:
-        """WIPE_/ADD_WRITE_PERM_OF_BROKER: returns how many topics changed."""
+        """WIPE_/ADD_WRITE_PERM_OF_BROKER: returns how many topics changed. As in RocketMQ, wiping clears the
+        write bit and adding sets the perm to read+write (6), whatever it was."""
         self.version += 1
         count = 0
         for qds in self.topic_queue_table.values():
             qd = qds.get(broker_name)
             if qd is None:
                 continue
-            qd.perm = (qd.perm | PERM_WRITE) if writable else (qd.perm & ~PERM_WRITE)
+            qd.perm = (PERM_READ | PERM_WRITE) if writable else (qd.perm & ~PERM_WRITE)
             count += 1
         return count

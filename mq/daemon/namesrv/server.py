@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import time
 from pathlib import Path
@@ -20,10 +21,11 @@ log = logging.getLogger(__name__)
 
 class NamesrvServer:
     def __init__(self, config: NamesrvConfig) -> None:
+        if not config.kv_config_path:  # resolved once, so GET_NAMESRV_CONFIG shows the file actually used
+            config = dataclasses.replace(config, kv_config_path=str(mq_home() / "namesrv" / "kvConfig.json"))
         self.config = config
         self.table = RouteTable()
-        kv_path = Path(config.kv_config_path) if config.kv_config_path else mq_home() / "namesrv" / "kvConfig.json"
-        self.kv = KVConfig(kv_path)
+        self.kv = KVConfig(Path(config.kv_config_path))
         self.processors = NamesrvProcessors(config, self.table, self.kv)
         self.server = RemotingServer(config.host, config.listen_port, limits=config.frame_limits, name="namesrv")
         for code, handler in self.processors.handlers().items():

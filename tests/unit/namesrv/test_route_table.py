@@ -86,3 +86,13 @@ def test_delete_topic_for_one_cluster_only():
     register(t, "b", "h:2", topics={"T": 1}, cluster="C2")
     t.delete_topic("T", "C1")
     assert [q.broker_name for q in t.pickup_route("T").queue_datas] == ["b"]
+
+
+def test_adding_write_perm_sets_read_write_as_rocketmq_does():
+    t = RouteTable()
+    register(t, "a", "h:1", topics={"T": 4})
+    t.topic_queue_table["T"]["a"].perm = 2  # write only
+    assert t.set_write_perm("a", writable=False) == 1
+    assert t.topic_queue_table["T"]["a"].perm == 0
+    assert t.set_write_perm("a", writable=True) == 1
+    assert t.topic_queue_table["T"]["a"].perm == 6  # RouteInfoManager: perm = READ | WRITE
