@@ -6,6 +6,7 @@ stops them:
 
     run(coro, timeout=20)          run a coroutine on the test's loop (uvloop when installed)
     namesrv                        a started NamesrvServer; ``namesrv.address``
+    namesrv_factory()              start another name server (stopped after the test)
     broker_factory(**overrides)    start a BrokerController registered with ``namesrv``; overrides are
                                    BrokerConfig fields or StoreConfig fields (routed by name); ``store_dir=``
                                    picks the store root (default: a fresh tmp dir); returns the controller
@@ -71,14 +72,26 @@ def run(loop) -> Callable[..., Any]:
 
 
 @pytest.fixture
-def namesrv(run, tmp_path):
+def namesrv_factory(run, tmp_path):
     from mq.daemon.namesrv.server import NamesrvServer
 
-    server = NamesrvServer(NamesrvConfig(host="127.0.0.1", listen_port=0,
-                                         kv_config_path=str(tmp_path / "kvConfig.json")))
-    run(server.start())
-    yield server
-    run(server.stop())
+    started: list[NamesrvServer] = []
+
+    def make() -> NamesrvServer:
+        server = NamesrvServer(NamesrvConfig(host="127.0.0.1", listen_port=0,
+                                             kv_config_path=str(tmp_path / f"kvConfig{len(started)}.json")))
+        run(server.start())
+        started.append(server)
+        return server
+
+    yield make
+    for server in reversed(started):
+        run(server.stop())
+
+
+@pytest.fixture
+def namesrv(namesrv_factory):
+    return namesrv_factory()
 
 
 @pytest.fixture

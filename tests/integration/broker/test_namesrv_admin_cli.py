@@ -15,33 +15,13 @@ import pytest
 from click.testing import CliRunner
 
 from mq.cli.main import cli as mq_cli
-from mq.config import NamesrvConfig
 
 DEAD = "127.0.0.1:1"  # nothing listens on port 1
 
 
 @pytest.fixture
-def namesrv(run, tmp_path):
-    """The synchronous name server of tests/integration/conftest.py (this directory's conftest overrides it with
-    an async one that ``broker_factory`` cannot use)."""
-    from mq.daemon.namesrv.server import NamesrvServer
-
-    server = NamesrvServer(NamesrvConfig(host="127.0.0.1", listen_port=0,
-                                         kv_config_path=str(tmp_path / "kvConfig.json")))
-    run(server.start())
-    yield server
-    run(server.stop())
-
-
-@pytest.fixture
-def second_namesrv(run, tmp_path):
-    from mq.daemon.namesrv.server import NamesrvServer
-
-    server = NamesrvServer(NamesrvConfig(host="127.0.0.1", listen_port=0,
-                                         kv_config_path=str(tmp_path / "kvConfig2.json")))
-    run(server.start())
-    yield server
-    run(server.stop())
+def second_namesrv(namesrv, namesrv_factory):
+    return namesrv_factory()
 
 
 @pytest.fixture
