@@ -58,6 +58,15 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "sendMsgStatus": ("mq.cli.send_rt:send_msg_status", "Send test messages to one broker and show each round trip."),
     "checkMsgSendRT": ("mq.cli.send_rt:check_msg_send_rt", "Send test messages to a topic and show the send RT."),
     "clusterRT": ("mq.cli.send_rt:cluster_rt", "Measure the send RT of every broker of a cluster."),
+    "cloneGroupOffset": ("mq.cli.queue_admin:clone_group_offset", "Copy a group's consume offsets to another group."),
+    "queryCq": ("mq.cli.queue_admin:query_cq", "Show consume-queue units of a queue, with the messages they point at."),
+    "cleanExpiredCQ": ("mq.cli.queue_admin:clean_expired_cq", "Delete consume queues whose messages have all expired."),
+    "cleanUnusedTopic": ("mq.cli.queue_admin:clean_unused_topic", "Delete the store files of topics no longer configured."),
+    "deleteExpiredCommitLog": ("mq.cli.queue_admin:delete_expired_commit_log", "Delete expired commit log files now."),
+    "brokerConsumeStats": ("mq.cli.stats_admin:broker_consume_stats", "Show the consume progress of every group on a broker."),
+    "statsAll": ("mq.cli.stats_admin:stats_all", "Show put/get TPS and today's totals of every topic and group."),
+    "producer": ("mq.cli.stats_admin:producer", "Show the producers connected to a broker."),
+    "getConsumerStatus": ("mq.cli.stats_admin:get_consumer_status", "Show the offsets each client of a group holds for a topic."),
 }
 
 

@@ -496,3 +496,86 @@ class MQAdmin:
                 consumer_group=group, topic=mq.topic, queue_id=mq.queue_id, commit_offset=target))
             out[mq] = target
         return out
+
+    # -- broker statistics: GET_BROKER_CONSUME_STATS, GET_ALL_PRODUCER_INFO, VIEW_BROKER_STATS_DATA, ... -----
+    async def fetch_consume_stats_in_broker(self, addr: str, is_order: bool = False, timeout: float | None = None):
+        """GET_BROKER_CONSUME_STATS (317): every subscription group's ConsumeStats on one broker."""
+        from mq.protocol.bodies import ConsumeStatsList
+
+        resp = await self._broker(addr, RequestCode.GET_BROKER_CONSUME_STATS,
+                                  h.GetConsumeStatsInBrokerHeader(is_order=is_order), timeout=timeout)
+        return ConsumeStatsList.from_json(resp.body or b"{}")
+
+    async def get_all_producer_info(self, addr: str):
+        """GET_ALL_PRODUCER_INFO (328): producer group -> [ProducerInfo] on one broker."""
+        from mq.protocol.bodies import ProducerTableInfo
+
+        resp = await self._broker(addr, RequestCode.GET_ALL_PRODUCER_INFO)
+        return ProducerTableInfo.from_json(resp.body or b"{}")
+
+    async def view_broker_stats_data(self, addr: str, stats_name: str, stats_key: str):
+        """VIEW_BROKER_STATS_DATA (315): minute / hour / day figures of one stats item (missing -> BrokerError)."""
+        from mq.protocol.bodies import BrokerStatsData
+
+        resp = await self._broker(addr, RequestCode.VIEW_BROKER_STATS_DATA,
+                                  h.ViewBrokerStatsDataRequestHeader(stats_name=stats_name, stats_key=stats_key))
+        return BrokerStatsData.from_json(resp.body or b"{}")
+
+    async def get_consume_status(self, addr: str, topic: str, group: str, client_id: str | None = None) -> dict:
+        """INVOKE_BROKER_TO_GET_CONSUMER_STATUS (223): client id -> {MessageQueue: offset} as the clients hold it."""
+        from mq.protocol.bodies import GetConsumerStatusBody
+
+        resp = await self._broker(addr, RequestCode.INVOKE_BROKER_TO_GET_CONSUMER_STATUS,
+                                  h.GetConsumerStatusRequestHeader(topic=topic, group=group,
+                                                                   client_addr=client_id or None), timeout=15.0)
+        return dict(GetConsumerStatusBody.from_json(resp.body).consumer_table) if resp.body else {}
+
+    # -- queue administration: CLONE_GROUP_OFFSET, QUERY_CONSUME_QUEUE, CLEAN_*, DELETE_EXPIRED_COMMITLOG ------
+    async def cluster_broker_addrs(self, cluster: str | None = None) -> list[tuple[str, int, str]]:
+        """(broker name, broker id, address) of every broker, masters and slaves, of one cluster (unknown ->
+        BrokerError) or of all clusters: where mqadmin's cleanExpiredCQ/cleanUnusedTopic/deleteExpiredCommitLog
+        send their request (``ClusterInfo.retrieveAllAddrByCluster``)."""
+        info = await self.cluster_info()
+        if cluster is not None:
+            if cluster not in info.cluster_addr_table:
+                known = ", ".join(sorted(info.cluster_addr_table)) or "none"
+                raise BrokerError(ResponseCode.SYSTEM_ERROR, f"cluster {cluster!r} is not known to the name "
+                                  f"server (known: {known})")
+            names: set[str] = set(info.cluster_addr_table[cluster])
+        else:
+            names = set().union(*info.cluster_addr_table.values()) if info.cluster_addr_table else set()
+        out = []
+        for name in sorted(names):
+            bd = info.broker_addr_table.get(name)
+            if bd is not None:
+                out.extend((name, bid, addr) for bid, addr in sorted(bd.broker_addrs.items()))
+        return out
+
+    async def clone_group_offset(self, addr: str, src_group: str, dest_group: str, topic: str | None,
+                                 offline: bool = False) -> None:
+        """CLONE_GROUP_OFFSET (314) on one broker: ``dest_group`` gets ``src_group``'s offsets of ``topic``."""
+        await self._broker(addr, RequestCode.CLONE_GROUP_OFFSET, h.CloneGroupOffsetRequestHeader(
+            src_group=src_group, dest_group=dest_group, topic=topic, offline=offline), timeout=self.timeout * 3)
+
+    async def query_consume_queue(self, addr: str, topic: str, queue_id: int, index: int, count: int,
+                                  group: str | None = None):
+        """QUERY_CONSUME_QUEUE (321): (QueryConsumeQueueResponseBody, remark), the body None when the broker
+        answers that ``index`` is not readable (SUCCESS without a body, as Java does)."""
+        from mq.protocol.bodies import QueryConsumeQueueResponseBody
+
+        resp = await self._broker(addr, RequestCode.QUERY_CONSUME_QUEUE, h.QueryConsumeQueueRequestHeader(
+            topic=topic, queue_id=queue_id, index=index, count=count, consumer_group=group))
+        body = QueryConsumeQueueResponseBody.from_json(resp.body) if resp.body else None
+        return body, resp.remark or ""
+
+    async def clean_expired_consume_queue(self, addr: str) -> None:
+        """CLEAN_EXPIRED_CONSUMEQUEUE (306) on one broker."""
+        await self._broker(addr, RequestCode.CLEAN_EXPIRED_CONSUMEQUEUE, timeout=max(self.timeout, 30.0))
+
+    async def clean_unused_topic(self, addr: str) -> None:
+        """CLEAN_UNUSED_TOPIC (316) on one broker."""
+        await self._broker(addr, RequestCode.CLEAN_UNUSED_TOPIC, timeout=max(self.timeout, 30.0))
+
+    async def delete_expired_commit_log(self, addr: str) -> None:
+        """DELETE_EXPIRED_COMMITLOG (329) on one broker."""
+        await self._broker(addr, RequestCode.DELETE_EXPIRED_COMMITLOG, timeout=max(self.timeout, 30.0))

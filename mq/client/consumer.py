@@ -17,6 +17,10 @@
   shutdown (broker for CLUSTERING, local file for BROADCASTING).
 - ``orderly=True`` (or ``ConsumerConfig.consume_orderly``): a ``MessageListenerOrderly`` instead; queues are
   locked at the broker and consumed one batch at a time in offset order (``mq.client.orderly``).
+- ``suspend()`` / ``resume()`` stop and restart pulling (Java ``DefaultMQPushConsumer.suspend``/``resume``).
+- ``reset_offsets(topic, {queue: offset})`` applies an offset reset pushed by the broker (RESET_CONSUMER_CLIENT_OFFSET
+  220, from ``mq resetOffsetByTime``): see ``rebalance.apply_offset_reset``.
+- ``offset_table(topic)``: the in-memory offsets GET_CONSUMER_STATUS_FROM_CLIENT (221) reports.
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ from mq.client.instance import MQClientInstance
 from mq.client.offset_store import LocalFileOffsetStore, RemoteBrokerOffsetStore
 from mq.client.process_queue import ProcessQueue
 from mq.client.pull_api import FLAG_COMMIT_OFFSET, FLAG_SUBSCRIPTION, PullAPI, PullStatus
-from mq.client.rebalance import Strategy, allocate_averagely, compute_pull_from_where
+from mq.client.rebalance import Strategy, allocate_averagely, apply_offset_reset, compute_pull_from_where
 from mq.client.retry import SendBackResult, reset_retry_topic, send_back_concurrently
 from mq.common.message import MessageExt, MessageQueue
 from mq.common.tags import SubscriptionData, parse_subscription
@@ -85,6 +89,7 @@ class ConsumerCounters:
     local_retries: int = 0
     flow_control_waits: int = 0
     pulls: int = 0
+    offset_resets: int = 0
     extra: dict[str, int] = field(default_factory=dict)
 
 
@@ -116,6 +121,9 @@ class PushConsumer:
         self._queue: asyncio.Queue[_Task] = asyncio.Queue()
         self._later: set[asyncio.TimerHandle] = set()
         self._rebalance_lock = asyncio.Lock()
+        self._pulling = asyncio.Event()  # cleared while suspended
+        self._pulling.set()
+        self._suspends = 0
         self.counters = ConsumerCounters()
         self.api: PullAPI | None = None
         self.offset_store: RemoteBrokerOffsetStore | LocalFileOffsetStore | None = None
@@ -219,6 +227,20 @@ class PushConsumer:
     async def __aexit__(self, *exc: object) -> None:
         await self.shutdown()
 
+    def suspend(self) -> None:
+        """Stop pulling (pulls already at a broker still deliver) until as many ``resume()`` calls."""
+        self._suspends += 1
+        self._pulling.clear()
+
+    def resume(self) -> None:
+        self._suspends = max(0, self._suspends - 1)
+        if self._suspends == 0:
+            self._pulling.set()
+
+    @property
+    def suspended(self) -> bool:
+        return not self._pulling.is_set()
+
     # -- what the instance asks -------------------------------------------------------------------------
     def topics(self) -> set[str]:
         return set(self.subscriptions)
@@ -258,6 +280,17 @@ class PushConsumer:
         return {"properties": props, "subscriptionSet": [s.to_json_value() for s in self.consumer_data()
                                                            .subscription_data_set],
                 "mqTable": mq_table, "statusTable": {}}
+
+    def offset_table(self, topic: str = "") -> dict[MessageQueue, int]:
+        """The in-memory offsets of ``topic``'s queues (every topic when empty)."""
+        return self.offset_store.clone_table(topic) if self.offset_store is not None else {}
+
+    async def reset_offsets(self, topic: str, offsets: dict[MessageQueue, int]) -> list[MessageQueue]:
+        """Apply an offset reset of ``topic`` pushed by the broker (``rebalance.apply_offset_reset``); return the
+        owned queues it moved."""
+        if not self._started:
+            return []
+        return await apply_offset_reset(self, topic, offsets)
 
     async def consume_directly(self, msg: MessageExt, broker_name: str | None) -> dict[str, Any]:
         mq = MessageQueue(msg.topic, broker_name or "", msg.queue_id)
@@ -300,19 +333,8 @@ class PushConsumer:
         # A queue dropped earlier but kept (orderly: its batch was still running) is retried here.
         for mq, pq in [(m, q) for m, q in self.process_queues.items() if m.topic == topic
                        and (m not in mine or q.dropped)]:
-            pq.dropped = True
-            task = self._pull_tasks.pop(mq, None)
-            if task is not None:
-                task.cancel()
-            if self.orderly is not None:
-                if not await self.orderly.remove_unnecessary(mq, pq):
-                    continue
-            elif self.clustering:
-                with contextlib.suppress(MQError):
-                    await self.offset_store.persist(mq)
-                self.offset_store.remove(mq)
-            del self.process_queues[mq]
-            log.info("%s: dropped %s", self.group, mq)
+            if await self._remove_queue(mq, pq):
+                log.info("%s: dropped %s", self.group, mq)
         for mq in sorted(mine - set(self.process_queues)):
             if not self._started:
                 return
@@ -333,6 +355,25 @@ class PushConsumer:
             self._pull_tasks[mq] = asyncio.get_running_loop().create_task(self._pull_loop(mq, pq, offset))
             log.info("%s: pulling %s from offset %d", self.group, mq, offset)
 
+    async def _remove_queue(self, mq: MessageQueue, pq: ProcessQueue) -> bool:
+        """Drop ``mq`` (its results no longer move the offset), persist its offset and forget it. False when
+        (orderly) its in-flight batch is still running: it stays, dropped, and the next rebalance tries again."""
+        assert self.offset_store is not None
+        pq.dropped = True
+        task = self._pull_tasks.pop(mq, None)
+        if task is not None:
+            task.cancel()
+        if self.orderly is not None:
+            if not await self.orderly.remove_unnecessary(mq, pq):
+                return False
+        elif self.clustering:
+            with contextlib.suppress(MQError):
+                await self.offset_store.persist(mq)
+            self.offset_store.remove(mq)
+        if self.process_queues.get(mq) is pq:
+            del self.process_queues[mq]
+        return True
+
     # -- pulling ----------------------------------------------------------------------------------------
     def _flow_controlled(self, pq: ProcessQueue) -> bool:
         c = self.config
@@ -343,6 +384,9 @@ class PushConsumer:
         assert self.api is not None and self.offset_store is not None
         cfg, sub = self.config, self.subscriptions[mq.topic]
         while not pq.dropped:
+            if not self._pulling.is_set():
+                await self._pulling.wait()
+                continue
             if self.orderly is not None:  # only a locked queue is pulled
                 go, offset = await self.orderly.before_pull(mq, pq, offset)
                 if not go:

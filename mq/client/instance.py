@@ -10,7 +10,12 @@
 - consumer timers: offsets persisted every 5 s, rebalance every 20 s and on NOTIFY_CONSUMER_IDS_CHANGED;
 - handlers for broker-initiated requests: NOTIFY_CONSUMER_IDS_CHANGED (40), CHECK_TRANSACTION_STATE (39: handed
   to the producer's ``check_transaction_state`` when it has one), GET_CONSUMER_RUNNING_INFO (307),
-  CONSUME_MESSAGE_DIRECTLY (309).
+  CONSUME_MESSAGE_DIRECTLY (309), RESET_CONSUMER_CLIENT_OFFSET (220: the push consumer of the header's group
+  resets the header's topic to the body's offsets, ``PushConsumer.reset_offsets``; the body is a ResetOffsetBody
+  ``{"offsetTable":{{MessageQueue}:offset}}`` or the C++ list form ``{"offsetTable":[{"brokerName":..,
+  "offset":..,"queueId":..,"topic":..}]}``; oneway, as Java nothing is answered) and
+  GET_CONSUMER_STATUS_FROM_CLIENT (221: GetConsumerStatusBody ``messageQueueTable`` = the group's in-memory
+  offsets of the topic, every topic when it is empty; an unknown group gets an empty table, as in Java).
 
 Instances are shared per (client id, event loop): ``acquire(config)`` returns the running one or starts a new
 one; ``release()`` shuts it down when its last user leaves.
@@ -29,17 +34,19 @@ from typing import Any, Protocol
 
 from mq.client.admin import MQAdmin
 from mq.client.route_cache import MASTER_ID, TopicPublishInfo, publish_info, subscribe_queues
-from mq.common.fastjson import ObjectKey, dumps
+from mq.common.fastjson import ObjectKey, dumps, loads
 from mq.common.message import MessageQueue
 from mq.common.record import decode_record
 from mq.config import ClientConfig
-from mq.errors import BrokerError, MQError, RemotingError, TopicNotExistError
+from mq.errors import BrokerError, MQError, RemoteProtocolError, RemotingError, TopicNotExistError
 from mq.protocol import headers as h
 from mq.protocol.bodies import (
     ConsumerData,
     GetConsumerListByGroupResponseBody,
+    GetConsumerStatusBody,
     HeartbeatData,
     ProducerData,
+    ResetOffsetBody,
     TopicRouteData,
 )
 from mq.protocol.codes import RequestCode, ResponseCode
@@ -71,6 +78,10 @@ class ConsumerLike(Protocol):
 
     async def consume_directly(self, msg: Any, broker_name: str | None) -> dict[str, Any]: ...
 
+    async def reset_offsets(self, topic: str, offsets: dict[MessageQueue, int]) -> list[MessageQueue]: ...
+
+    def offset_table(self, topic: str = "") -> dict[MessageQueue, int]: ...
+
 
 def local_ip() -> str:
     """The first non-loopback IPv4 address (the address a UDP socket towards a public address would use)."""
@@ -92,6 +103,25 @@ def build_client_id(config: ClientConfig) -> str:
     if config.unit_name:
         cid += f"@{config.unit_name}"
     return cid
+
+
+def reset_offset_table(body: bytes | None) -> dict[MessageQueue, int]:
+    """The offsets of a RESET_CONSUMER_CLIENT_OFFSET body, Java map form or C++ list form (RemoteProtocolError
+    when it is neither); no body: an empty table."""
+    if not body:
+        return {}
+    obj = loads(body)
+    items = obj.get("offsetTable") if isinstance(obj, dict) else None
+    if not isinstance(items, list):
+        return dict(ResetOffsetBody.from_json_value(obj).offset_table)
+    table = {}
+    for item in items:
+        try:
+            table[MessageQueue(str(item["topic"]), str(item["brokerName"]), int(item["queueId"]))] = int(item["offset"])
+        except (KeyError, TypeError, ValueError):
+            raise RemoteProtocolError(f"reset offset item {str(item)[:80]!r}: needs topic, brokerName, queueId "
+                                      "and offset") from None
+    return table
 
 
 _INSTANCES: dict[tuple[str, int], "MQClientInstance"] = {}
@@ -149,6 +179,8 @@ class MQClientInstance:
         r.register(RequestCode.CHECK_TRANSACTION_STATE, self._on_check_transaction)
         r.register(RequestCode.GET_CONSUMER_RUNNING_INFO, self._on_running_info)
         r.register(RequestCode.CONSUME_MESSAGE_DIRECTLY, self._on_consume_directly)
+        r.register(RequestCode.RESET_CONSUMER_CLIENT_OFFSET, self._on_reset_offset)
+        r.register(RequestCode.GET_CONSUMER_STATUS_FROM_CLIENT, self._on_consumer_status)
         loop = asyncio.get_running_loop()
         cfg = self.config
         self._tasks = [
@@ -427,3 +459,30 @@ class MQClientInstance:
         except BrokerError as exc:
             return cmd.response(exc.code, exc.remark)
         return cmd.response(ResponseCode.SUCCESS, body=dumps(result))
+
+    async def _on_reset_offset(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand | None:
+        try:
+            hdr = h.ResetOffsetRequestHeader.from_ext(cmd.ext_fields)
+            table = reset_offset_table(cmd.body)
+        except MQError as exc:
+            log.warning("%s: unreadable RESET_CONSUMER_CLIENT_OFFSET from %s: %s", self.client_id, conn, exc)
+            return None if cmd.is_oneway else cmd.response(ResponseCode.SYSTEM_ERROR, str(exc))
+        log.info("%s: offset reset of %s on %s to %s from %s (%d queue(s))", self.client_id, hdr.group, hdr.topic,
+                 hdr.timestamp, conn, len(table))
+        consumer = self.consumers.get(hdr.group)
+        reset = getattr(consumer, "reset_offsets", None)
+        if reset is None:
+            log.info("%s: [reset-offset] no push consumer of group %s here", self.client_id, hdr.group)
+        else:
+            try:
+                await reset(hdr.topic, table)
+            except MQError as exc:
+                log.warning("%s: offset reset of %s on %s failed: %s", self.client_id, hdr.group, hdr.topic, exc)
+        return None if cmd.is_oneway else cmd.response(ResponseCode.SUCCESS)
+
+    def _on_consumer_status(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
+        hdr = h.GetConsumerStatusRequestHeader.from_ext(cmd.ext_fields)
+        consumer = self.consumers.get(hdr.group)
+        table = consumer.offset_table(hdr.topic or "") if hasattr(consumer, "offset_table") else {}
+        body = GetConsumerStatusBody(message_queue_table=dict(sorted(table.items())))
+        return cmd.response(ResponseCode.SUCCESS, body=body.to_json())

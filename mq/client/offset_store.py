@@ -8,7 +8,12 @@ after each consumed batch (``increase_only``: never moves back, except on an exp
   shutdown).
 - ``LocalFileOffsetStore`` (BROADCASTING): ``<dir>/<clientId>/<group>/offsets.json`` in Java's
   ``OffsetSerializeWrapper`` form ``{"offsetTable":{{"brokerName":..,"queueId":..,"topic":..}:offset}}``, written
-  to a temporary file then renamed (the previous version kept as ``offsets.json.bak``).
+  to a temporary file then renamed (the previous version kept as ``offsets.json.bak``). ``read(FROM_STORE)``
+  re-reads the file for that one queue (the others keep their newer in-memory offsets; a queue the file does
+  not hold yet answers its in-memory offset, or -1).
+
+``clone_table(topic)`` is Java's ``cloneOffsetTable``: the in-memory offsets of one topic (every topic when
+empty), which GET_CONSUMER_STATUS_FROM_CLIENT answers with.
 """
 
 from __future__ import annotations
@@ -49,6 +54,9 @@ class _MemoryTable:
 
     def memory(self, mq: MessageQueue) -> int:
         return self.table.get(mq, -1)
+
+    def clone_table(self, topic: str = "") -> dict[MessageQueue, int]:
+        return {mq: off for mq, off in self.table.items() if not topic or mq.topic == topic}
 
 
 class RemoteBrokerOffsetStore(_MemoryTable):
@@ -96,6 +104,9 @@ class LocalFileOffsetStore(_MemoryTable):
         self.path = Path(base_dir) / client_id / group / "offsets.json"
 
     def load(self) -> None:
+        self.table.update(self._read_file())
+
+    def _read_file(self) -> dict[MessageQueue, int]:
         for candidate in (self.path, self.path.with_name("offsets.json.bak")):
             try:
                 data = candidate.read_bytes()
@@ -106,13 +117,17 @@ class LocalFileOffsetStore(_MemoryTable):
             except MQError as exc:
                 log.warning("%s is unreadable (%s); trying the backup", candidate, exc)
                 continue
-            for mq, off in wrapper.offset_table.items():
-                self.table[MessageQueue(mq.topic, mq.broker_name, mq.queue_id)] = int(off)
-            return
+            return {MessageQueue(mq.topic, mq.broker_name, mq.queue_id): int(off)
+                    for mq, off in wrapper.offset_table.items()}
+        return {}
 
     async def read(self, mq: MessageQueue, how: ReadOffsetType) -> int:
         if how is ReadOffsetType.READ_FROM_STORE:
-            self.load()
+            off = self._read_file().get(mq)
+            if off is None:  # never saved: what this process has, if anything
+                return self.table.get(mq, -1)
+            self.update(mq, off)
+            return off
         return self.table.get(mq, -1)
 
     async def persist(self, mq: MessageQueue) -> None:

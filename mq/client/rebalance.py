@@ -4,6 +4,23 @@ reading a queue it has just been given (``compute_pull_from_where``, RocketMQ ``
 Every strategy gets the **sorted** queue list and the **sorted** client-id list and returns the queues of
 ``current``; a client missing from the list gets nothing. ``allocate_averagely`` is the default
 (``AllocateMessageQueueAveragely``): 8 queues over 3 clients -> [0,1,2], [3,4,5], [6,7].
+
+``apply_offset_reset`` is how a push consumer obeys RESET_CONSUMER_CLIENT_OFFSET (220), which the broker pushes
+to every online member of a group after ``mq resetOffsetByTime`` (Java ``MQClientInstance.resetOffset``):
+
+1. pulling is suspended and the rebalance lock taken (no queue is added or removed meanwhile);
+2. each owned queue of the topic that the table names is dropped and its cache cleared, its pull loop cancelled,
+   and the new offset set in the offset store (also backwards), all without yielding: from here on an in-flight
+   pull or listener call of that queue finds it dropped and is discarded, so the old offset is never recorded or
+   committed again (Java sleeps 10 s here to let running batches end instead);
+3. the new offsets are committed (UPDATE_CONSUMER_OFFSET, or the local file for BROADCASTING) and the queues
+   forgotten as a rebalance forgets them (orderly: unlocked if no batch is running within ``consume_lock_wait``,
+   else forgotten with the lock kept; the running batch's result is discarded and the queue's next consume run
+   waits for it, so order holds);
+4. pulling resumes and a rebalance runs at once: it takes the queues again and reads where to start from the
+   offset store, i.e. the reset offsets.
+
+Queues of the table that this client does not own are left alone (their owner gets its own push).
 """
 
 from __future__ import annotations
@@ -18,8 +35,10 @@ from typing import TYPE_CHECKING, Callable, Sequence
 from mq.client.offset_store import ReadOffsetType
 from mq.common.message import MessageQueue
 from mq.common.topic import is_retry_topic
+from mq.errors import MQError
 
 if TYPE_CHECKING:
+    from mq.client.consumer import PushConsumer
     from mq.client.offset_store import LocalFileOffsetStore, RemoteBrokerOffsetStore
     from mq.client.pull_api import PullAPI
     from mq.config import ConsumerConfig
@@ -107,3 +126,42 @@ async def compute_pull_from_where(offset_store: "RemoteBrokerOffsetStore | Local
     ts = config.consume_timestamp
     when = (datetime.strptime(ts, "%Y%m%d%H%M%S").timestamp() if ts else time.time() - 1800) * 1000
     return await api.search_offset(mq, int(when))
+
+
+async def apply_offset_reset(consumer: "PushConsumer", topic: str, offsets: dict[MessageQueue, int]
+                             ) -> list[MessageQueue]:
+    """Reset ``consumer``'s owned queues of ``topic`` to ``offsets`` (see the module docstring); return them."""
+    c = consumer
+    store = c.offset_store
+    assert store is not None
+    c.suspend()
+    try:
+        async with c._rebalance_lock:
+            hit = sorted((mq for mq in c.process_queues if mq.topic == topic and mq in offsets))
+            for mq in hit:  # no await in this loop
+                pq = c.process_queues[mq]
+                pq.dropped = True
+                pq.clear()
+                task = c._pull_tasks.pop(mq, None)
+                if task is not None:
+                    task.cancel()
+                store.update(mq, offsets[mq])
+            for mq in hit:
+                try:
+                    await store.persist(mq)
+                except MQError as exc:
+                    log.warning("%s: committing reset offset %d of %s failed: %s", c.group, offsets[mq], mq, exc)
+            for mq in hit:
+                pq = c.process_queues.get(mq)
+                if pq is not None and not await c._remove_queue(mq, pq):
+                    # Orderly, a batch still in the listener: forgotten anyway, as Java does. Its result is
+                    # discarded (its cache was cleared) and the queue's next consume run waits for it.
+                    log.info("%s: %s still consuming; its broker lock is kept for the new pull", c.group, mq)
+                    c.process_queues.pop(mq, None)
+            c.counters.offset_resets += 1
+            log.info("%s: offsets of %s reset: %s", c.group, topic,
+                     ", ".join(f"{mq.broker_name}/{mq.queue_id}={offsets[mq]}" for mq in hit) or "no queue owned")
+    finally:
+        c.resume()
+    await c.rebalance()
+    return hit

@@ -608,3 +608,79 @@ class ConsumeMessageDirectlyResult(JsonBody):
     consume_result: str | None = None  # CR_SUCCESS, CR_LATER, CR_ROLLBACK, CR_COMMIT, CR_THROW_EXCEPTION, ...
     remark: str | None = None
     spent_time_mills: int = 0
+
+
+# -- queue administration: QUERY_CONSUME_QUEUE ---------------------------------------------------------------
+@dataclass(slots=True)
+class ConsumeQueueData(JsonBody):
+    """One consume-queue unit as QUERY_CONSUME_QUEUE shows it (the ext fields stay None: no CQ ext here)."""
+
+    physic_offset: int = 0
+    physic_size: int = 0
+    tags_code: int = 0
+    extend_data_json: str | None = None
+    bit_map: str | None = None
+    eval: bool = False
+    msg: str | None = None
+
+
+@dataclass(slots=True)
+class QueryConsumeQueueResponseBody(JsonBody):
+    subscription_data: SubscriptionData | None = None
+    filter_data: str | None = None
+    queue_data: list[ConsumeQueueData] = field(default_factory=list)
+    max_queue_index: int = 0
+    min_queue_index: int = 0
+
+
+
+# -- broker statistics: GET_BROKER_CONSUME_STATS, VIEW_BROKER_STATS_DATA, GET_ALL_PRODUCER_INFO, ... ------------
+@dataclass(slots=True)
+class ConsumeStatsList(JsonBody):
+    """GET_BROKER_CONSUME_STATS (317): one ``{group: [ConsumeStats per topic]}`` map per subscription group."""
+
+    consume_stats_list: list[dict[str, list[ConsumeStats]]] = field(default_factory=list)
+    broker_addr: str | None = None
+    total_diff: int = 0
+
+
+@dataclass(slots=True)
+class ProducerInfo(JsonBody):
+    client_id: str = ""
+    remote_ip: str = ""  # Java: the channel's remote SocketAddress text, "/127.0.0.1:53422"
+    language: LanguageCode = LanguageCode.JAVA
+    version: int = 0
+    last_update_timestamp: int = 0
+    WIRE_NAMES: ClassVar[dict[str, str]] = {"remote_ip": "remoteIP"}
+
+
+@dataclass(slots=True)
+class ProducerTableInfo(JsonBody):
+    """GET_ALL_PRODUCER_INFO (328): producer group -> its connected instances."""
+
+    data: dict[str, list[ProducerInfo]] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class BrokerStatsItem(JsonBody):
+    sum: int = 0
+    tps: float = 0.0
+    avgpt: float = 0.0
+
+
+@dataclass(slots=True)
+class BrokerStatsData(JsonBody):
+    """VIEW_BROKER_STATS_DATA (315): one stats item over the last minute, hour and day."""
+
+    stats_minute: BrokerStatsItem = field(default_factory=BrokerStatsItem)
+    stats_hour: BrokerStatsItem = field(default_factory=BrokerStatsItem)
+    stats_day: BrokerStatsItem = field(default_factory=BrokerStatsItem)
+
+
+@dataclass(slots=True)
+class GetConsumerStatusBody(JsonBody):
+    """GET_CONSUMER_STATUS_FROM_CLIENT (221) answer (``messageQueueTable``) and INVOKE_BROKER_TO_GET_CONSUMER_STATUS
+    (223) answer (``consumerTable``: client id -> {MessageQueue: offset})."""
+
+    message_queue_table: dict[MessageQueue, int] = field(default_factory=dict)
+    consumer_table: dict[str, dict[MessageQueue, int]] = field(default_factory=dict)

@@ -578,6 +578,50 @@ class ConsumeMessageDirectlyResultRequestHeader(Header):
 
 
 #: Request code -> its request header class (codes without a header, e.g. HEART_BEAT, are absent).
+# -- queue administration: CLONE_GROUP_OFFSET, QUERY_CONSUME_QUEUE, CLEAN_*, DELETE_EXPIRED_COMMITLOG --------------
+@_header
+class CloneGroupOffsetRequestHeader(Header):
+    """CLONE_GROUP_OFFSET (314): copy ``srcGroup``'s offsets of ``topic`` (blank: each of its topics)."""
+
+    src_group: str
+    dest_group: str
+    topic: str | None = None
+    offline: bool = False
+
+
+@_header
+class QueryConsumeQueueRequestHeader(Header):
+    """QUERY_CONSUME_QUEUE (321): ``count`` units of ``queueId@topic`` from queue offset ``index``."""
+
+    topic: str | None = None
+    queue_id: int = 0
+    index: int = 0
+    count: int = 0
+    consumer_group: str | None = None
+
+
+
+# -- broker statistics: GET_BROKER_CONSUME_STATS, VIEW_BROKER_STATS_DATA, GET_ALL_PRODUCER_INFO, ... ------------
+@_header
+class GetConsumeStatsInBrokerHeader(Header):
+    """GET_BROKER_CONSUME_STATS (317): Java's field is ``isOrder`` (wire key ``isOrder``)."""
+
+    is_order: bool = False
+
+
+@_header
+class ViewBrokerStatsDataRequestHeader(Header):
+    """VIEW_BROKER_STATS_DATA (315): e.g. ``TOPIC_PUT_NUMS`` / ``T``, ``GROUP_GET_NUMS`` / ``T@G``."""
+
+    stats_name: str
+    stats_key: str
+
+
+@_header
+class GetAllProducerInfoRequestHeader(Header):
+    """GET_ALL_PRODUCER_INFO (328): no fields."""
+
+
 REQUEST_HEADERS: dict[int, type[Header]] = {
     RequestCode.SEND_MESSAGE: SendMessageRequestHeader,
     RequestCode.SEND_MESSAGE_V2: SendMessageRequestHeaderV2,

@@ -12,6 +12,9 @@ Each pass (every ``clean_resource_interval`` ms):
 3. When the commit log's min offset moved: drop consume-queue segments and index files that only point
    below it, and correct every queue's min offset.
 
+An admin's DELETE_EXPIRED_COMMITLOG arms ``MAX_MANUAL_DELETE_PASSES`` passes that run step 2 whatever the
+hour and disk use (still only segments older than ``file_reserved_time``); the first runs at once.
+
 "now" and disk usage are injectable for tests.
 """
 
@@ -33,6 +36,8 @@ from mq.store.flush import PeriodicService
 log = logging.getLogger(__name__)
 
 DiskRatio = Callable[[Path], float]
+#: passes a DELETE_EXPIRED_COMMITLOG request arms (RocketMQ MAX_MANUAL_DELETE_FILE_TIMES)
+MAX_MANUAL_DELETE_PASSES = 20
 
 
 def disk_used_ratio(path: Path) -> float:
@@ -82,6 +87,9 @@ class Cleaner(PeriodicService):
         self._last_min_offset = commit_log.min_offset
         self.last_ratio = 0.0
         self.deleted_files = 0
+        #: passes left that delete expired segments whatever the hour or disk use (DELETE_EXPIRED_COMMITLOG)
+        self.manual_passes = 0
+        self._pass_lock = threading.Lock()  # one pass at a time: the thread's or a manual one
 
     def check_disk(self) -> tuple[bool, bool]:
         """Update the disk-full flag; returns (space short, clean immediately)."""
@@ -113,8 +121,11 @@ class Cleaner(PeriodicService):
         cfg = self.config
         now = self.now()
         short, immediately = self.check_disk()
-        if not (is_time_to_delete(cfg.delete_when, now) or short):
+        manual = self.manual_passes > 0
+        if not (is_time_to_delete(cfg.delete_when, now) or short or manual):
             return 0
+        if manual:
+            self.manual_passes -= 1
         force = immediately and cfg.clean_file_forcibly_enable
         deleted = self.commit_log.queue.delete_expired_by_time(cfg.file_reserved_time * 3_600_000, now,
                                                                force=force, max_files=10)
@@ -137,7 +148,21 @@ class Cleaner(PeriodicService):
             except Exception:
                 log.exception("index cleanup failed")
 
-    def run_once(self) -> None:
+    def _pass(self) -> None:
         self.delete_commit_log_files()
         self.clean_consume_queues()
         self.commit_log.queue.retry_graveyard()
+
+    def run_once(self) -> None:
+        with self._pass_lock:
+            self._pass()
+
+    def delete_files_manually(self, passes: int = MAX_MANUAL_DELETE_PASSES) -> int:
+        """RocketMQ ``executeDeleteFilesManually``: the next ``passes`` passes delete segments older than
+        ``file_reserved_time`` whatever the hour and disk use. The first of them runs now, in the caller's
+        thread; returns how many segments it deleted."""
+        with self._pass_lock:
+            self.manual_passes = passes
+            before = self.deleted_files
+            self._pass()
+            return self.deleted_files - before

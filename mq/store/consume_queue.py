@@ -231,6 +231,40 @@ class ConsumeQueue:
         self.correct_min_offset(phy_min)
         return deleted
 
+    # -- admin: QUERY_CONSUME_QUEUE (321), CLEAN_EXPIRED_CONSUMEQUEUE (306) --------------------------------
+    def last_unit_end(self) -> int:
+        """End (offset + size) of the record the last written unit points at; -1 when the last segment holds
+        no real unit (RocketMQ ``getLastOffset``: a queue "created just now")."""
+        files = self.queue.files
+        if not files:
+            return -1
+        mf = files[-1]
+        pos = mf.wrote_position - CQ_UNIT_SIZE
+        raw = mf.read(pos, CQ_UNIT_SIZE) if pos >= 0 else None
+        if not raw:
+            return -1
+        phy, size, _tags = CQ_UNIT.unpack(raw)
+        if phy < 0 or size <= 0 or (size == FILLER_SIZE and phy == 0):
+            return -1
+        return phy + size
+
+    def units_at(self, index: int, count: int) -> list[tuple[int, int, int]] | None:
+        """Up to ``count`` units ``(commitLogOffset, size, tagsCode)`` from queue offset ``index``, never past
+        the end of the segment holding it (RocketMQ ``getIndexBuffer``). None when ``index`` is below the min
+        offset, in no segment, or at/after the segment's write position."""
+        if index < 0 or index < self.min_offset:
+            return None
+        raw = self.read_units(index, max(count, 0))
+        if raw is None:
+            return None
+        if not raw and count > 0:
+            return None
+        if not raw:  # count <= 0 on a valid index: an empty answer, as Java's loop gives
+            pos = index * CQ_UNIT_SIZE
+            mf = self.queue.find_by_offset(pos)
+            return [] if mf is not None and pos - mf.start_offset < mf.wrote_position else None
+        return list(CQ_UNIT.iter_unpack(raw))
+
     def flush(self, least_pages: int = 0) -> int:
         return self.queue.flush(least_pages)
 
@@ -295,6 +329,22 @@ class ConsumeQueueTable:
             (self.root / topic).rmdir()
         except OSError:
             pass
+        return True
+
+    def delete_queue(self, topic: str, queue_id: int) -> bool:
+        """Destroy one queue's files (and the topic directory once it has no queue left). Callers hold the
+        dispatcher lock so no dispatch writes the queue meanwhile."""
+        per = self.queues.get(topic)
+        cq = per.pop(queue_id, None) if per is not None else None
+        if cq is None:
+            return False
+        cq.destroy()
+        if not per:
+            del self.queues[topic]
+            try:
+                (self.root / topic).rmdir()
+            except OSError:
+                pass
         return True
 
     def destroy_all(self) -> None:

@@ -22,6 +22,7 @@ from typing import Callable, Iterable, Sequence
 from mq.common import properties as P
 from mq.common.message import MessageExt, MessageExtBrokerInner
 from mq.common.record import decode_record
+from mq.common.topic import SCHEDULE_TOPIC, TRANS_OP_HALF_TOPIC
 from mq.config import StoreConfig
 from mq.store.checkpoint import StoreCheckpoint
 from mq.store.cleaner import Cleaner, DiskRatio, disk_used_ratio
@@ -42,6 +43,9 @@ log = logging.getLogger(__name__)
 
 _S = PutMessageStatus
 _G = GetMessageStatus
+#: never destroyed by ``clean_unused_topics`` (as in RocketMQ), whatever the topic table says
+_ALWAYS_USED = frozenset({SCHEDULE_TOPIC, TRANS_OP_HALF_TOPIC})
+LMQ_PREFIX = "%LMQ%"
 
 
 def _total_ram() -> int:
@@ -516,6 +520,75 @@ class MessageStore:
     def clean_expired_files(self) -> None:
         """Run one retention pass now (the cleaner thread does this every clean interval)."""
         self.cleaner.run_once()
+
+    # -- admin: queue administration (CLEAN_EXPIRED_CONSUMEQUEUE, CLEAN_UNUSED_TOPIC, DELETE_EXPIRED_COMMITLOG)
+    def _in_flight(self, topic: str, queue_id: int, cq) -> bool:
+        """(Put lock held.) Records appended to this queue that its consume queue does not hold yet (a group
+        commit still waiting, or held back by a failed dispatch): deleting it now would lose their units."""
+        return self.commit_log.topic_queue_table.get((topic, queue_id), 0) > cq.max_offset
+
+    def _drop_queue_offsets(self, topic: str, queue_id: int | None = None) -> None:
+        """(Put lock held.) Forget the next queue offset(s), so new records start a fresh queue at 0."""
+        table = self.commit_log.topic_queue_table
+        for key in [k for k in table if k[0] == topic and (queue_id is None or k[1] == queue_id)]:
+            del table[key]
+
+    def clean_expired_consume_queues(self) -> list[tuple[str, int]]:
+        """Destroy every consume queue whose last record lies wholly below the commit log's min offset
+        (RocketMQ ``cleanExpiredConsumerQueue``); the delay topic is kept, as are empty queues ("created just
+        now") and queues with records in flight. Returns the (topic, queueId) destroyed."""
+        phy_min = self.commit_log.min_offset
+        removed: list[tuple[str, int]] = []
+        with self.put_lock, self.dispatcher.lock:
+            for cq in list(self.cq_table):
+                if cq.topic == SCHEDULE_TOPIC:
+                    continue
+                last = cq.last_unit_end()
+                if last == -1:
+                    log.debug("clean expired consume queues: %s-%d holds no unit yet", cq.topic, cq.queue_id)
+                    continue
+                if last > phy_min or self._in_flight(cq.topic, cq.queue_id, cq):
+                    continue
+                self.cq_table.delete_queue(cq.topic, cq.queue_id)
+                self._drop_queue_offsets(cq.topic, cq.queue_id)
+                removed.append((cq.topic, cq.queue_id))
+                log.info("clean expired consume queues: %s-%d destroyed (last record ends at %d, commit log min "
+                         "offset %d)", cq.topic, cq.queue_id, last, phy_min)
+        return removed
+
+    def clean_unused_topics(self, is_used: Callable[[str], bool]) -> list[str]:
+        """Destroy the consume queues of every topic for which ``is_used(topic)`` is false (RocketMQ
+        ``cleanUnusedTopic``; the delay and transaction-op topics and LMQ topics are always kept, and a topic
+        with records in flight is skipped). ``is_used`` is called under the store's put and dispatch locks.
+        Returns the topics destroyed."""
+        removed: list[str] = []
+        with self.put_lock, self.dispatcher.lock:
+            for topic in sorted(self.cq_table.queues):
+                if topic in _ALWAYS_USED or topic.startswith(LMQ_PREFIX) or is_used(topic):
+                    continue
+                per = self.cq_table.queues.get(topic) or {}
+                if any(self._in_flight(topic, qid, cq) for qid, cq in per.items()):
+                    log.info("clean unused topics: %s has records in flight; kept", topic)
+                    continue
+                self.cq_table.delete_topic(topic)
+                self._drop_queue_offsets(topic)
+                removed.append(topic)
+                log.info("clean unused topics: %s destroyed", topic)
+        return removed
+
+    def delete_expired_files_manually(self) -> int:
+        """RocketMQ ``executeDeleteFilesManually``: arm the cleaner's manual passes and run the first now
+        (segments older than ``file_reserved_time``, whatever the hour); returns the segments it deleted."""
+        return self.cleaner.delete_files_manually()
+
+    def query_consume_queue(self, topic: str, queue_id: int, index: int, count: int
+                            ) -> tuple[int, int, list[tuple[int, int, int]] | None] | None:
+        """(min offset, max offset, units from ``index``) of one consume queue, None when it does not exist;
+        the units are None when ``index`` is not readable (``ConsumeQueue.units_at``)."""
+        cq = self.cq_table.find(topic, queue_id, create=False)
+        if cq is None:
+            return None
+        return cq.min_offset, cq.max_offset, cq.units_at(index, count)
 
     def runtime_info(self) -> dict[str, object]:
         st = self.stats

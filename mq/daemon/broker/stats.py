@@ -1,14 +1,48 @@
-"""Broker statistics for GET_BROKER_RUNTIME_INFO (PROTOCOL.md §6.9): every value a string.
+"""Broker statistics: the GET_BROKER_RUNTIME_INFO table (PROTOCOL.md §6.9) and Java's per-key stats items
+(``BrokerStatsManager``) that VIEW_BROKER_STATS_DATA, GET_BROKER_CONSUME_STATS and GET_CONSUME_STATS read.
 
-Message totals come from the store's counters; "today morning" / "yesterday morning" snapshots are taken
-when the local date changes (checked on each call and by ``tick``).
+Message totals of the runtime table: "today morning" / "yesterday morning" snapshots are taken when the local
+date changes (checked by ``tick`` and on each call).
+
+Stats items, keyed as Java keys them::
+
+    +-----------------+------------------+-------------------------------+-----------------------------+
+    | stats name      | stats key        | value added per request       | times added per request     |
+    +-----------------+------------------+-------------------------------+-----------------------------+
+    | TOPIC_PUT_NUMS  | topic            | messages stored (batch: n)    | 1                           |
+    | TOPIC_PUT_SIZE  | topic            | bytes written to the log      | 1                           |
+    | GROUP_GET_NUMS  | topic@group      | messages found by a PULL      | 1                           |
+    | GROUP_GET_SIZE  | topic@group      | bytes of those messages       | 1                           |
+    | BROKER_PUT_NUMS | cluster name     | messages stored               | 0                           |
+    | BROKER_GET_NUMS | cluster name     | messages found                | 0                           |
+    +-----------------+------------------+-------------------------------+-----------------------------+
+
+The hot paths (``on_topic_put`` from the send processor, ``on_group_get`` from the pull processor, both on the
+event-loop thread) only add to the slotted counters of the key's ``StatsItem`` (created on first use); ``on_put``
+/ ``on_get`` (send-back, end of transaction) count broker totals only. Sampling is done by ``tick`` (the
+broker's offset-persistence timer calls it every few seconds; the stats requests call it too) and follows
+Java's ``StatsItem`` windows:
+
+    +--------+------------------+-----------------+-------------------------------------------------+
+    | window | sampled every    | snapshots kept  | first sample of an item also adds                |
+    +--------+------------------+-----------------+-------------------------------------------------+
+    | minute | 10 s             | 7  (60 s)       | (now - 10 s, 0, 0)                               |
+    | hour   | 10 min           | 7  (60 min)     | (now - 10 min, 0, 0)                             |
+    | day    | 1 h              | 25 (24 h)       | (now - 1 h, 0, 0)                                |
+    +--------+------------------+-----------------+-------------------------------------------------+
+
+and a window's figures are ``sum = last.value - first.value``, ``tps = sum * 1000 / (last.ts - first.ts)``,
+``avgpt = sum / (last.times - first.times)`` (0 when there are no times), all 0 before the first sample.
+The clock (epoch ms) is injectable for tests.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import time
-from typing import TYPE_CHECKING
+from collections import deque
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable
 
 from mq.protocol.codes import MQ_VERSION
 
@@ -17,35 +51,198 @@ if TYPE_CHECKING:
 
 VERSION_DESC = "V4_9_4"
 
+TOPIC_PUT_NUMS = "TOPIC_PUT_NUMS"
+TOPIC_PUT_SIZE = "TOPIC_PUT_SIZE"
+GROUP_GET_NUMS = "GROUP_GET_NUMS"
+GROUP_GET_SIZE = "GROUP_GET_SIZE"
+BROKER_PUT_NUMS = "BROKER_PUT_NUMS"
+BROKER_GET_NUMS = "BROKER_GET_NUMS"
+STATS_NAMES = (TOPIC_PUT_NUMS, TOPIC_PUT_SIZE, GROUP_GET_NUMS, GROUP_GET_SIZE, BROKER_PUT_NUMS, BROKER_GET_NUMS)
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    name: str
+    period_ms: int
+    keep: int
+
+
+MINUTE = Window("minute", 10_000, 7)
+HOUR = Window("hour", 600_000, 7)
+DAY = Window("day", 3_600_000, 25)
+WINDOWS = (MINUTE, HOUR, DAY)
+
+# snapshot tuple: (timestamp ms, times, nums, size)
+_TS, _TIMES, _NUMS, _SIZE = 0, 1, 2, 3
+
+
+@dataclass(frozen=True, slots=True)
+class StatsSnapshot:
+    sum: int = 0
+    tps: float = 0.0
+    avgpt: float = 0.0
+    times: int = 0
+
+
+class StatsItem:
+    """Counters of one key (``times``, ``nums``, ``size``) and their snapshots in the three windows."""
+
+    __slots__ = ("key", "times", "nums", "size", "minute", "hour", "day")
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+        self.times = 0
+        self.nums = 0
+        self.size = 0
+        self.minute: deque[tuple[int, int, int, int]] = deque(maxlen=MINUTE.keep)
+        self.hour: deque[tuple[int, int, int, int]] = deque(maxlen=HOUR.keep)
+        self.day: deque[tuple[int, int, int, int]] = deque(maxlen=DAY.keep)
+
+    def sample(self, window: Window, now_ms: int) -> None:
+        snaps = getattr(self, window.name)
+        if not snaps:
+            snaps.append((now_ms - window.period_ms, 0, 0, 0))
+        snaps.append((now_ms, self.times, self.nums, self.size))
+
+    def snapshot(self, window: Window, size: bool = False) -> StatsSnapshot:
+        """Java ``computeStatsData`` over one window, of ``nums`` (or of ``size``)."""
+        snaps = getattr(self, window.name)
+        if not snaps:
+            return StatsSnapshot()
+        first, last = snaps[0], snaps[-1]
+        idx = _SIZE if size else _NUMS
+        total = last[idx] - first[idx]
+        span = last[_TS] - first[_TS]
+        times = last[_TIMES] - first[_TIMES]
+        return StatsSnapshot(total, total * 1000.0 / span if span > 0 else 0.0,
+                             total / times if times > 0 else 0.0, times)
+
+
+def _wall_ms() -> int:
+    return int(time.time() * 1000)
+
 
 def _tps(window: dict[str, float], key: str) -> float:
     return float(window.get(key, 0.0))
 
 
 class BrokerStats:
-    def __init__(self, controller: "BrokerController") -> None:
+    def __init__(self, controller: "BrokerController", *, clock: Callable[[], int] = _wall_ms) -> None:
         self.c = controller
-        self.boot_ms = int(time.time() * 1000)
+        self.clock = clock
+        self.boot_ms = clock()
         self.msg_put_total = 0
         self.msg_get_total = 0
-        self._day = dt.date.today()
+        self._day = dt.date.fromtimestamp(self.boot_ms / 1000)
         self._put_today_morning = 0
         self._put_yesterday_morning = 0
         self._get_today_morning = 0
         self._get_yesterday_morning = 0
+        #: topic -> StatsItem (TOPIC_PUT_NUMS / TOPIC_PUT_SIZE)
+        self.topic_put: dict[str, StatsItem] = {}
+        #: topic -> group -> StatsItem (GROUP_GET_NUMS / GROUP_GET_SIZE, key "topic@group")
+        self.group_get: dict[str, dict[str, StatsItem]] = {}
+        #: BROKER_PUT_NUMS / BROKER_GET_NUMS (value only), created with the first message
+        self.broker_put: StatsItem | None = None
+        self.broker_get: StatsItem | None = None
+        # Java schedules every window at a fixed rate from start-up, the first run at once.
+        self._next = {w.name: self.boot_ms for w in WINDOWS}
+
+    # -- hot paths (one call per stored PUT / found PULL) --------------------------------------------------
+    def on_topic_put(self, topic: str, n: int, size: int) -> None:
+        """A SEND stored ``n`` messages (``size`` bytes) in ``topic``."""
+        self.msg_put_total += n
+        it = self.topic_put.get(topic)
+        if it is None:
+            it = self.topic_put[topic] = StatsItem(topic)
+        it.times += 1
+        it.nums += n
+        it.size += size
+
+    def on_group_get(self, topic: str, group: str, n: int, size: int) -> None:
+        """A PULL of ``group`` found ``n`` messages (``size`` bytes) in ``topic``."""
+        self.msg_get_total += n
+        groups = self.group_get.get(topic)
+        it = groups.get(group) if groups is not None else None
+        if it is None:
+            it = self._new_get(topic, group)
+        it.times += 1
+        it.nums += n
+        it.size += size
 
     def on_put(self, n: int) -> None:
+        """Messages stored by other paths (send-back, end of transaction): broker totals only."""
         self.msg_put_total += n
 
     def on_get(self, n: int) -> None:
         self.msg_get_total += n
 
-    def tick(self) -> None:
-        today = dt.date.today()
+    def _new_get(self, topic: str, group: str) -> StatsItem:
+        it = StatsItem(f"{topic}@{group}")
+        self.group_get.setdefault(topic, {})[group] = it
+        return it
+
+    # -- sampling ------------------------------------------------------------------------------------------
+    def tick(self, now_ms: int | None = None) -> None:
+        """Take the window samples that are due, and the morning snapshots when the date changed."""
+        now = self.clock() if now_ms is None else now_ms
+        today = dt.date.fromtimestamp(now / 1000)
         if today != self._day:
             self._day = today
             self._put_yesterday_morning, self._put_today_morning = self._put_today_morning, self.msg_put_total
             self._get_yesterday_morning, self._get_today_morning = self._get_today_morning, self.msg_get_total
+        for w in WINDOWS:
+            due = self._next[w.name]
+            if now >= due:
+                self.sample(w, now)
+                nxt = due + w.period_ms
+                self._next[w.name] = nxt if nxt > now else now + w.period_ms
+            elif due - now > w.period_ms:  # the wall clock went back: sample again one period from now
+                self._next[w.name] = now + w.period_ms
+
+    def sample(self, window: Window, now_ms: int) -> None:
+        """Sample every item in ``window`` at ``now_ms`` (Java ``StatsItemSet.samplingIn*``)."""
+        if self.broker_put is None and self.msg_put_total:
+            self.broker_put = StatsItem(self.c.config.broker_cluster_name)
+        if self.broker_get is None and self.msg_get_total:
+            self.broker_get = StatsItem(self.c.config.broker_cluster_name)
+        for it, total in ((self.broker_put, self.msg_put_total), (self.broker_get, self.msg_get_total)):
+            if it is not None:
+                it.nums = total
+                it.sample(window, now_ms)
+        for it in list(self.topic_put.values()):
+            it.sample(window, now_ms)
+        for groups in list(self.group_get.values()):
+            for it in list(groups.values()):
+                it.sample(window, now_ms)
+
+    # -- reading -------------------------------------------------------------------------------------------
+    def stats_item(self, name: str, key: str) -> StatsItem | None:
+        """The item of (stats name, stats key) if it exists (Java ``BrokerStatsManager.getStatsItem``)."""
+        if name in (TOPIC_PUT_NUMS, TOPIC_PUT_SIZE):
+            return self.topic_put.get(key)
+        if name in (GROUP_GET_NUMS, GROUP_GET_SIZE):
+            topic, sep, group = key.partition("@")
+            groups = self.group_get.get(topic) if sep else None
+            return groups.get(group) if groups is not None else None
+        if name in (BROKER_PUT_NUMS, BROKER_GET_NUMS):
+            it = self.broker_put if name == BROKER_PUT_NUMS else self.broker_get
+            return it if it is not None and key == it.key else None
+        return None
+
+    def view(self, name: str, key: str) -> dict[str, StatsSnapshot] | None:
+        """Minute / hour / day figures of one stats item; None when it does not exist."""
+        it = self.stats_item(name, key)
+        if it is None:
+            return None
+        size = name in (TOPIC_PUT_SIZE, GROUP_GET_SIZE)
+        return {w.name: it.snapshot(w, size) for w in WINDOWS}
+
+    def consume_tps(self, group: str, topic: str) -> float:
+        """Java ``tpsGroupGetNums``: GROUP_GET_NUMS of topic@group over the last minute."""
+        groups = self.group_get.get(topic)
+        it = groups.get(group) if groups is not None else None
+        return it.snapshot(MINUTE).tps if it is not None else 0.0
 
     def runtime_info(self) -> dict[str, str]:
         self.tick()

@@ -38,5 +38,8 @@ def register_all(controller: "BrokerController") -> None:
     controller.send_back_processor.register(server)
     controller.end_transaction_processor.register(server)
     from mq.daemon.broker.processors import admin  # the admin helper's module; missing is an error
+    from mq.daemon.broker.processors import admin_queues, admin_stats
 
     admin.register(controller)
+    admin_queues.register(controller)
+    admin_stats.register(controller)
