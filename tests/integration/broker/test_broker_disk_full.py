@@ -107,7 +107,10 @@ def test_broker_survives_a_full_disk_and_loses_nothing(small_fs, tmp_path, clien
         assert run(phase(0, 300)) == 300
         hog = small_fs / "hog"
         _fill(hog)
-        run(phase(300, 400), timeout=120)  # the disk is full: some of these fail, clearly
+        # The disk is full. Segments reserve their blocks, so the current ones still take records (about 700 more
+        # fit in the first 1 MiB commit-log segment) until the cleaner's disk check refuses writes or the next
+        # segment cannot be created; 1,500 sends reach one or the other whatever the timing.
+        run(phase(300, 1500), timeout=180)
         assert broker.poll() is None, "the broker died when the disk filled:\n" + (tmp_path / "broker.log").read_text()
         assert errors, "the disk filled but every send succeeded"
         for code, remark in errors:
@@ -117,7 +120,7 @@ def test_broker_survives_a_full_disk_and_loses_nothing(small_fs, tmp_path, clien
         hog.unlink()
 
         async def until_writable() -> None:
-            i = 700
+            i = 1800
             while not await send(i):
                 i += 1
                 await asyncio.sleep(0.1)
