@@ -169,19 +169,22 @@ class MQAdmin:
     # broker admin: mqadmin's examine*/create*/delete* calls (PROTOCOL.md §4.5). Imports are local so
     # this block can be appended to the class without touching the module header.
     # ---------------------------------------------------------------------------------------------
+    @staticmethod
+    def _cluster_broker_names(info: ClusterInfo, cluster: str | None) -> set[str]:
+        """Broker names of one cluster (unknown -> BrokerError naming the known ones) or of every cluster."""
+        if cluster is None:
+            return set(info.broker_addr_table)
+        if cluster not in info.cluster_addr_table:
+            known = ", ".join(sorted(info.cluster_addr_table)) or "none"
+            raise BrokerError(ResponseCode.SYSTEM_ERROR, f"cluster {cluster!r} is not known to the name "
+                              f"server (known: {known})")
+        return set(info.cluster_addr_table[cluster])
+
     async def master_addrs(self, cluster: str | None = None) -> dict[str, str]:
         """Broker name -> master (brokerId 0) address, for one cluster (unknown -> BrokerError) or all."""
         info = await self.cluster_info()
-        if cluster is not None:
-            if cluster not in info.cluster_addr_table:
-                known = ", ".join(sorted(info.cluster_addr_table)) or "none"
-                raise BrokerError(ResponseCode.SYSTEM_ERROR, f"cluster {cluster!r} is not known to the name "
-                                  f"server (known: {known})")
-            names = info.cluster_addr_table[cluster]
-        else:
-            names = set(info.broker_addr_table)
         out = {}
-        for name in sorted(names):
+        for name in sorted(self._cluster_broker_names(info, cluster)):
             bd = info.broker_addr_table.get(name)
             if bd is not None and 0 in bd.broker_addrs:
                 out[name] = bd.broker_addrs[0]
@@ -536,16 +539,8 @@ class MQAdmin:
         BrokerError) or of all clusters: where mqadmin's cleanExpiredCQ/cleanUnusedTopic/deleteExpiredCommitLog
         send their request (``ClusterInfo.retrieveAllAddrByCluster``)."""
         info = await self.cluster_info()
-        if cluster is not None:
-            if cluster not in info.cluster_addr_table:
-                known = ", ".join(sorted(info.cluster_addr_table)) or "none"
-                raise BrokerError(ResponseCode.SYSTEM_ERROR, f"cluster {cluster!r} is not known to the name "
-                                  f"server (known: {known})")
-            names: set[str] = set(info.cluster_addr_table[cluster])
-        else:
-            names = set().union(*info.cluster_addr_table.values()) if info.cluster_addr_table else set()
         out = []
-        for name in sorted(names):
+        for name in sorted(self._cluster_broker_names(info, cluster)):
             bd = info.broker_addr_table.get(name)
             if bd is not None:
                 out.extend((name, bid, addr) for bid, addr in sorted(bd.broker_addrs.items()))

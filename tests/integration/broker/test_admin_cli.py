@@ -10,27 +10,13 @@ import asyncio
 import json
 import sys
 
-import pytest
-from click.testing import CliRunner
 
-from mq.cli.main import cli as mq_cli
 from mq.common import properties as P
 from mq.common.msg_id import UniqKeyGenerator
 from mq.protocol import headers as H
 from mq.protocol.codes import RequestCode as R, ResponseCode as C
 
 from tests.integration.broker.wire import heartbeat_cmd, req, send_cmd
-
-
-@pytest.fixture
-def mq(cluster):
-    """``mq(*args)`` -> click Result of ``mq -n <namesrv> *args``, run in a thread while the daemons serve."""
-    runner = CliRunner()
-
-    def invoke(*args: str):
-        return cluster.run(asyncio.to_thread(runner.invoke, mq_cli, ["-n", cluster.namesrv_addr, *args],
-                                             env={"COLUMNS": "250"}))
-    return invoke
 
 
 def mq_json(mq, *args: str):

@@ -12,9 +12,7 @@ import json
 import sys
 
 import pytest
-from click.testing import CliRunner
 
-from mq.cli.main import cli as mq_cli
 
 DEAD = "127.0.0.1:1"  # nothing listens on port 1
 
@@ -22,21 +20,6 @@ DEAD = "127.0.0.1:1"  # nothing listens on port 1
 @pytest.fixture
 def second_namesrv(namesrv, namesrv_factory):
     return namesrv_factory()
-
-
-@pytest.fixture
-def mq_at(run):
-    """``mq_at(namesrv_arg, *args)`` -> click Result of ``mq -n namesrv_arg *args``, run in a thread."""
-    runner = CliRunner()
-
-    def invoke(namesrv_arg: str, *args: str):
-        return run(asyncio.to_thread(runner.invoke, mq_cli, ["-n", namesrv_arg, *args], env={"COLUMNS": "250"}))
-    return invoke
-
-
-@pytest.fixture
-def mq(cluster, mq_at):
-    return lambda *args: mq_at(cluster.namesrv_addr, *args)
 
 
 def failure(res) -> str:

@@ -18,7 +18,7 @@ from mq.protocol import headers as H
 from mq.protocol.bodies import TopicConfigSerializeWrapper
 from mq.protocol.codes import RequestCode as R, ResponseCode as C
 
-from tests.integration.broker.test_admin_cli import mq, mq_json, send, subprocess_mq  # noqa: F401 (fixture)
+from tests.integration.broker.test_admin_cli import mq_json, send, subprocess_mq
 from tests.integration.broker.wire import heartbeat_cmd, req
 from tests.integration.namesrv.conftest import register_command
 

@@ -6,43 +6,21 @@ segments, and that it still serves sends and pulls."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 
 import pytest
-from click.testing import CliRunner
 
-from mq.cli.main import cli as mq_cli
 from mq.common.msg_id import decode_offset_msg_id
 from mq.common.tags import java_hash_code
 from mq.protocol import headers as H
 from mq.protocol.bodies import QueryConsumeQueueResponseBody
 from mq.protocol.codes import RequestCode as R, ResponseCode as C
 
+from tests.integration.broker.test_admin_cli import mq_json as ok_json
 from tests.integration.broker.wire import heartbeat_cmd, pull_cmd, records, req, send_cmd
 
 DELETE_EXPIRED_COMMITLOG = 329
 SEGMENT = 128 * 1024
-
-
-def make_mq(run, namesrv_addr):
-    runner = CliRunner()
-
-    def invoke(*args: str):
-        return run(asyncio.to_thread(runner.invoke, mq_cli, ["-n", namesrv_addr, *args], env={"COLUMNS": "250"}),
-                   timeout=60)
-    return invoke
-
-
-@pytest.fixture
-def mq(cluster):
-    return make_mq(cluster.run, cluster.namesrv_addr)
-
-
-def ok_json(mq, *args: str):
-    res = mq(*args, "--json")
-    assert res.exit_code == 0, (args, res.output, res.exception)
-    return json.loads(res.stdout)
 
 
 def call(run, client, addr, cmd):
@@ -204,8 +182,8 @@ def small_broker(broker_factory, namesrv, run):
     return b
 
 
-def test_delete_expired_commit_log_then_clean_expired_cq(namesrv, small_broker, client, run):
-    mq = make_mq(run, namesrv.address)
+def test_delete_expired_commit_log_then_clean_expired_cq(namesrv, small_broker, client, run, mq_at):
+    mq = lambda *args: mq_at(namesrv.address, *args)  # noqa: E731
     addr, store = small_broker.address, small_broker.store
     for topic in ("OldT", "NewT"):
         assert mq("updateTopic", "-t", topic, "-b", addr, "-r", "1", "-w", "1").exit_code == 0

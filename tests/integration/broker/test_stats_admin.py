@@ -6,13 +6,9 @@ and pulls, then moves the clock 10 s on so the next request samples the minute w
 
 from __future__ import annotations
 
-import asyncio
-import json
 
 import pytest
-from click.testing import CliRunner
 
-from mq.cli.main import cli as mq_cli
 from mq.common.message import MessageQueue
 from mq.protocol import headers as H
 from mq.protocol.bodies import BrokerStatsData, ConsumeStatsList, GetConsumerStatusBody, ProducerTableInfo
@@ -20,6 +16,7 @@ from mq.protocol.codes import RequestCode as R, ResponseCode as C
 from mq.protocol.command import RemotingCommand
 from mq.remoting import RemotingClient
 
+from tests.integration.broker.test_admin_cli import mq_json
 from tests.integration.broker.wire import heartbeat_cmd, pull_cmd, req, send_cmd
 
 GET_ALL_PRODUCER_INFO = 328
@@ -32,22 +29,6 @@ class Clock:
 
     def __call__(self) -> int:
         return self.now
-
-
-@pytest.fixture
-def mq(cluster):
-    runner = CliRunner()
-
-    def invoke(*args: str):
-        return cluster.run(asyncio.to_thread(runner.invoke, mq_cli, ["-n", cluster.namesrv_addr, *args],
-                                             env={"COLUMNS": "250"}))
-    return invoke
-
-
-def mq_json(mq, *args: str):
-    res = mq(*args, "--json")
-    assert res.exit_code == 0, (args, res.output, res.exception)
-    return json.loads(res.stdout)
 
 
 def call(cluster, client, cmd: RemotingCommand) -> RemotingCommand:
