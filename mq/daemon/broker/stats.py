@@ -216,6 +216,11 @@ class BrokerStats:
             for it in list(groups.values()):
                 it.sample(window, now_ms)
 
+    def remove_topic(self, topic: str) -> None:
+        """Forget a deleted topic's put and get items (Java ``BrokerStatsManager.onTopicDeleted``)."""
+        self.topic_put.pop(topic, None)
+        self.group_get.pop(topic, None)
+
     # -- reading -------------------------------------------------------------------------------------------
     def stats_item(self, name: str, key: str) -> StatsItem | None:
         """The item of (stats name, stats key) if it exists (Java ``BrokerStatsManager.getStatsItem``)."""

@@ -143,6 +143,20 @@ def test_group_get_items_consume_tps_and_broker_totals():
     assert (stats.msg_put_total, stats.msg_get_total) == (47, 45)
 
 
+def test_a_deleted_topic_forgets_its_items_but_not_the_broker_totals():
+    stats, clock = make()
+    at(stats, clock, T0)
+    stats.on_topic_put("Gone", 4, 400)
+    stats.on_group_get("Gone", "G", 4, 400)
+    stats.on_topic_put("Kept", 1, 100)
+    at(stats, clock, T0 + 10 * SEC)
+    stats.remove_topic("Gone")
+    assert stats.view(TOPIC_PUT_NUMS, "Gone") is None and stats.view(GROUP_GET_NUMS, "Gone@G") is None
+    assert fig(stats.view(TOPIC_PUT_NUMS, "Kept"), "minute") == (1, 0.1, 1.0)
+    assert (stats.msg_put_total, stats.msg_get_total) == (5, 4)
+    stats.remove_topic("NeverSeen")  # no error
+
+
 def test_morning_snapshots_follow_the_local_date():
     evening = int(dt.datetime(2024, 5, 1, 23, 59, 50).timestamp() * 1000)
     stats, clock = make(evening)

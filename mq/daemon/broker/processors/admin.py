@@ -164,6 +164,7 @@ class AdminProcessor:
         existed = self.c.topic_config.delete(hd.topic)
         self.store.delete_topic(hd.topic)
         self.c.offsets.remove_topic(hd.topic)
+        self.c.stats.remove_topic(hd.topic)
         log.info("topic %s deleted by %s (existed: %s)", hd.topic, conn.remote_addr, existed)
         return cmd.response(SUCCESS)
 
