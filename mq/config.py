@@ -401,6 +401,8 @@ class BrokerConfig:
     timer_flush_interval_ms: int = 500
     #: Parked messages further ahead are re-put (renewed in the commit log) this often; < fileReservedTime.
     timer_roll_window_sec: int = 2 * 86_400
+    #: Request-reply: also store each reply in ``<cluster>_REPLY_TOPIC`` (storeReplyMessageEnable).
+    store_reply_message_enable: bool = True
 
     @property
     def advertised_host(self) -> str:

@@ -53,6 +53,10 @@ class RemotingTimeoutError(RemotingError):
     """No response arrived within the timeout."""
 
 
+class RequestTimeoutError(RemotingTimeoutError):
+    """A request-reply message was sent but no reply arrived in time (Java ``RequestTimeoutException``)."""
+
+
 class ConnectionClosedError(RemotingError):
     """The connection closed while a request was pending."""
 

@@ -15,7 +15,9 @@
   ``{"offsetTable":{{MessageQueue}:offset}}`` or the C++ list form ``{"offsetTable":[{"brokerName":..,
   "offset":..,"queueId":..,"topic":..}]}``; oneway, as Java nothing is answered) and
   GET_CONSUMER_STATUS_FROM_CLIENT (221: GetConsumerStatusBody ``messageQueueTable`` = the group's in-memory
-  offsets of the topic, every topic when it is empty; an unknown group gets an empty table, as in Java).
+  offsets of the topic, every topic when it is empty; an unknown group gets an empty table, as in Java),
+  PUSH_REPLY_MESSAGE_TO_CLIENT (326: a reply to a ``Producer.request``, matched by CORRELATION_ID in
+  ``request_futures``; expired entries are scanned out every second).
 
 Instances are shared per (client id, event loop): ``acquire(config)`` returns the running one or starts a new
 one; ``release()`` shuts it down when its last user leaves.
@@ -33,6 +35,7 @@ import time
 from typing import Any, Protocol
 
 from mq.client.admin import MQAdmin
+from mq.client.request_reply import RequestFutureTable, reply_from_push
 from mq.client.route_cache import MASTER_ID, TopicPublishInfo, publish_info, subscribe_queues
 from mq.common.fastjson import ObjectKey, dumps, loads
 from mq.common.message import MessageQueue
@@ -144,6 +147,8 @@ class MQClientInstance:
         self._route_locks: dict[str, asyncio.Lock] = {}
         self._tasks: list[asyncio.Task] = []
         self._rebalance_wakeup = asyncio.Event()
+        #: request-reply: correlation id -> pending ``Producer.request`` future
+        self.request_futures = RequestFutureTable()
         self._refs = 0
         self._inner_producer: Any = None
         self._started = False
@@ -181,6 +186,7 @@ class MQClientInstance:
         r.register(RequestCode.CONSUME_MESSAGE_DIRECTLY, self._on_consume_directly)
         r.register(RequestCode.RESET_CONSUMER_CLIENT_OFFSET, self._on_reset_offset)
         r.register(RequestCode.GET_CONSUMER_STATUS_FROM_CLIENT, self._on_consumer_status)
+        r.register(RequestCode.PUSH_REPLY_MESSAGE_TO_CLIENT, self._on_push_reply)
         loop = asyncio.get_running_loop()
         cfg = self.config
         self._tasks = [
@@ -189,6 +195,7 @@ class MQClientInstance:
             loop.create_task(self._every(cfg.persist_consumer_offset_interval, self.persist_all_offsets,
                                          first=cfg.persist_consumer_offset_interval)),
             loop.create_task(self._rebalance_loop()),
+            loop.create_task(self._every(1.0, self._scan_requests, first=1.0)),
         ]
 
     async def inner_producer(self) -> Any:
@@ -486,3 +493,18 @@ class MQClientInstance:
         table = consumer.offset_table(hdr.topic or "") if hasattr(consumer, "offset_table") else {}
         body = GetConsumerStatusBody(message_queue_table=dict(sorted(table.items())))
         return cmd.response(ResponseCode.SUCCESS, body=body.to_json())
+
+    # -- request-reply ----------------------------------------------------------------------------------
+    async def _scan_requests(self) -> None:
+        self.request_futures.scan_expired()
+
+    def _on_push_reply(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
+        """PUSH_REPLY_MESSAGE_TO_CLIENT (326): SUCCESS once decoded (matched or not), as Java answers."""
+        try:
+            hdr = h.ReplyMessageRequestHeader.from_ext(cmd.ext_fields)
+            reply = reply_from_push(hdr, bytes(cmd.body) if cmd.body else b"")
+        except (MQError, ValueError) as exc:
+            log.warning("%s: unknown err when receiveReplyMsg from %s: %s", self.client_id, conn, exc)
+            return cmd.response(ResponseCode.SYSTEM_ERROR, "process reply message fail")
+        self.request_futures.complete(reply)
+        return cmd.response(ResponseCode.SUCCESS)

@@ -10,7 +10,10 @@ Send path (``DefaultMQProducerImpl.sendDefaultImpl`` / ``sendKernelImpl``):
    ``RETRY_CODES`` move on to the next attempt; any other code is raised at once;
 4. bodies >= ``compress_msg_body_over_howmuch`` (not batches) are zlib-compressed (level 5), sysFlag ``0x301``;
 5. SEND_MESSAGE_V2 (310) with ``SendMessageRequestHeaderV2``; batches are SEND_BATCH_MESSAGE (320), ``m=true``,
-   body = ``encode_batch`` of the members (each with its own UNIQ_KEY).
+   body = ``encode_batch`` of the members (each with its own UNIQ_KEY); replies (``MSG_TYPE=reply``, built by
+   ``request_reply.create_reply_message``) are SEND_REPLY_MESSAGE_V2 (325).
+
+``request(msg, timeout)`` is request-reply (``mq/client/request_reply.py``).
 
 Response codes 0, 10, 11, 12 mean "stored" (``SendStatus``); a result is returned only for those.
 """
@@ -27,14 +30,16 @@ from mq.client.fault_strategy import MQFaultStrategy
 from mq.client.hooks import (CommunicationMode, SendContext, SendHook, SendResult, SendStatus, attach_trace,
                              run_hooks)
 from mq.client.instance import MQClientInstance
+from mq.client.request_reply import is_reply, new_correlation_id
 from mq.common import properties as P
 from mq.common import sysflag as SF
-from mq.common.message import Message, MessageQueue
+from mq.common.message import Message, MessageExt, MessageQueue
 from mq.common.msg_id import UniqKeyGenerator
 from mq.common.record import encode_batch
 from mq.common.topic import is_retry_topic, validate_group, validate_topic
 from mq.config import ClientConfig, ProducerConfig
-from mq.errors import BrokerError, ConnectError, MessageTooLargeError, MQError, RemotingError, RemotingTimeoutError
+from mq.errors import (BrokerError, ConnectError, MessageTooLargeError, MQError, RemotingError, RemotingTimeoutError,
+                       RequestTimeoutError)
 from mq.protocol import headers as h
 from mq.protocol.codes import RequestCode, ResponseCode
 from mq.protocol.command import RemotingCommand
@@ -79,6 +84,8 @@ class Producer:
                                      **({"clock": clock} if clock else {}))
         self._uniq: UniqKeyGenerator | None = None
         self._started = False
+        #: topics whose brokers have had our heartbeat before a request (``request``)
+        self._request_topics: set[str] = set()
         self.trace_dispatcher: Any = None
         if enable_trace:
             attach_trace(self, trace_topic)
@@ -170,6 +177,38 @@ class Producer:
         result = await self._send(wrapper, CommunicationMode.SYNC, queue, None, None, timeout, batch_ids=ids)
         assert result is not None
         return result
+
+    async def request(self, msg: Message, timeout: float) -> MessageExt:
+        """Send ``msg`` and wait up to ``timeout`` seconds (send included) for the reply a responder sends with
+        ``create_reply_message`` (Java ``DefaultMQProducer.request``). Sets CORRELATION_ID, REPLY_TO_CLIENT and
+        TTL (ms) on ``msg``. Raises ``RequestTimeoutError`` when no reply comes in time, the send's own error
+        when the request could not be sent."""
+        self._require_started()
+        assert self.instance is not None
+        begin = time.monotonic()
+        cid = new_correlation_id()
+        msg.properties[P.CORRELATION_ID] = cid
+        msg.properties[P.MESSAGE_REPLY_TO_CLIENT] = self.instance.client_id
+        msg.properties[P.MESSAGE_TTL] = str(int(timeout * 1000))
+        if msg.topic not in self._request_topics:
+            # Java prepareSendRequest: fetch the route and heartbeat first, so the brokers of the topic know our
+            # channel (REPLY_TO_CLIENT) before the reply comes back; once per topic (Java: when it has no route)
+            await self.instance.publish_info(msg.topic, self.config.create_topic_key,
+                                             self.config.default_topic_queue_nums)
+            await self.instance.heartbeat_all()
+            self._request_topics.add(msg.topic)
+        table = self.instance.request_futures
+        fut = table.put(cid, timeout)
+        try:
+            await self._send(msg, CommunicationMode.SYNC, None, None, None, timeout - (time.monotonic() - begin))
+        except BaseException:
+            table.remove(cid)
+            raise
+        try:
+            return await table.wait(cid, fut, timeout - (time.monotonic() - begin), msg.topic)
+        except RequestTimeoutError:
+            raise RequestTimeoutError(f"send request message to <{msg.topic}> OK, but wait reply message timeout, "
+                                      f"{timeout * 1000:.0f} ms.") from None
 
     async def fetch_publish_queues(self, topic: str) -> list[MessageQueue]:
         self._require_started()
@@ -295,7 +334,12 @@ class Producer:
             sys_flag=sys_flag, born_timestamp=int(time.time() * 1000), flag=msg.flag,
             properties=P.encode_properties(props), reconsume_times=reconsume_times, unit_mode=False, batch=batch,
             max_reconsume_times=max_reconsume)
-        code = RequestCode.SEND_BATCH_MESSAGE if batch else RequestCode.SEND_MESSAGE_V2
+        if batch:
+            code = RequestCode.SEND_BATCH_MESSAGE
+        elif is_reply(msg):  # a reply built by create_reply_message: the broker pushes it to the requester
+            code = RequestCode.SEND_REPLY_MESSAGE_V2
+        else:
+            code = RequestCode.SEND_MESSAGE_V2
         cmd = RemotingCommand.request(code, header.to_ext(), body, oneway=mode is CommunicationMode.ONEWAY)
         try:
             if mode is CommunicationMode.ONEWAY:

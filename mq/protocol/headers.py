@@ -622,6 +622,27 @@ class GetAllProducerInfoRequestHeader(Header):
     """GET_ALL_PRODUCER_INFO (328): no fields."""
 
 
+@_header
+class ReplyMessageRequestHeader(Header):
+    """PUSH_REPLY_MESSAGE_TO_CLIENT (326), broker -> requesting client: the reply's send header plus where it was
+    born and stored (``bornHost``/``storeHost`` as ``ip:port`` text) and when the broker pushed it."""
+
+    producer_group: str
+    topic: str
+    default_topic: str
+    default_topic_queue_nums: int
+    queue_id: int
+    sys_flag: int
+    born_timestamp: int
+    flag: int
+    born_host: str
+    store_host: str
+    store_timestamp: int
+    properties: str | None = None
+    reconsume_times: int | None = None
+    unit_mode: bool = False
+
+
 REQUEST_HEADERS: dict[int, type[Header]] = {
     RequestCode.SEND_MESSAGE: SendMessageRequestHeader,
     RequestCode.SEND_MESSAGE_V2: SendMessageRequestHeaderV2,

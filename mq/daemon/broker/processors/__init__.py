@@ -1,8 +1,8 @@
 """The broker's request processors, one module per concern; ``register_all`` wires them by request code.
 
 core (this package): send.py (10, 310, 320), pull.py (11), client.py (14, 15, 29-32, 34, 35, 38),
-query.py (12, 33), lock.py (41, 42); admin.py (every admin code) belongs to the broker admin module and
-exposes ``register(controller)``.
+query.py (12, 33), lock.py (41, 42), reply.py (324, 325); admin.py (every admin code) belongs to the broker
+admin module and exposes ``register(controller)``.
 """
 
 from __future__ import annotations
@@ -37,6 +37,11 @@ def register_all(controller: "BrokerController") -> None:
     controller.end_transaction_processor = EndTransactionProcessor(controller)
     controller.send_back_processor.register(server)
     controller.end_transaction_processor.register(server)
+    # request-reply: SEND_REPLY_MESSAGE (324), SEND_REPLY_MESSAGE_V2 (325) -> PUSH_REPLY_MESSAGE_TO_CLIENT (326)
+    from mq.daemon.broker.processors.reply import ReplyProcessor
+
+    controller.reply_processor = ReplyProcessor(controller)
+    controller.reply_processor.register(server)
     from mq.daemon.broker.processors import admin  # the admin helper's module; missing is an error
     from mq.daemon.broker.processors import admin_queues, admin_stats
 

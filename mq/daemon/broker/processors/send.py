@@ -174,7 +174,7 @@ class SendProcessor:
         else:
             h = SendMessageRequestHeaderV2.from_ext(cmd.ext_fields)
         batch = h.batch or cmd.code == RequestCode.SEND_BATCH_MESSAGE
-        prepared = self._prepare(conn, cmd, h, batch)
+        prepared = self.prepare(conn, cmd, h, batch)
         if prepared.__class__ is RemotingCommand:
             return prepared
         msgs, queue_id = prepared  # type: ignore[misc]
@@ -218,7 +218,7 @@ class SendProcessor:
                                serialize_type=cmd.serialize_type)
 
     # -- checks ------------------------------------------------------------------------------------------
-    def _prepare(self, conn: Any, cmd: RemotingCommand, h: Any, batch: bool):
+    def prepare(self, conn: Any, cmd: RemotingCommand, h: Any, batch: bool):
         c = self.c
         topic = h.topic
         if not c.config.broker_permission & PERM_WRITE:
