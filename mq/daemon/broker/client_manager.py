@@ -190,6 +190,15 @@ class ProducerManager:
     def groups(self) -> list[str]:
         return sorted(self._groups)
 
+    def find_channel(self, client_id: str) -> Any:
+        """The open connection of producer ``client_id`` in any group (Java ``ProducerManager.findChannel``),
+        or None: where the broker pushes a request-reply answer."""
+        for chans in self._groups.values():
+            for conn, info in chans.items():
+                if info.client_id == client_id and not getattr(conn, "closed", False):
+                    return conn
+        return None
+
     def any_channel(self, group: str) -> ClientChannelInfo | None:
         chans = self._groups.get(group)
         if not chans:

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from mq.common.tags import parse_subscription
 from mq.daemon.broker.offsets import SEPARATOR
+from mq.daemon.broker.processors.admin import GROUP
 from mq.protocol import headers as h
 from mq.protocol.bodies import ConsumeQueueData, QueryConsumeQueueResponseBody, SubscriptionData
 from mq.protocol.codes import RequestCode, ResponseCode
@@ -51,7 +52,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 log = logging.getLogger(__name__)
 
-GROUP = "admin"
 SUCCESS = ResponseCode.SUCCESS
 SYSTEM_ERROR = ResponseCode.SYSTEM_ERROR
 

@@ -30,6 +30,7 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING
 
+from mq.daemon.broker.processors.admin import GROUP
 from mq.protocol import headers as h
 from mq.protocol.bodies import (BrokerStatsData, BrokerStatsItem, ConsumeStats, ConsumeStatsList,
                                 GetConsumerStatusBody, MessageQueue, OffsetWrapper, ProducerInfo,
@@ -43,7 +44,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 log = logging.getLogger(__name__)
 
-GROUP = "admin"
 #: ``MQVersion.Version.V3_0_7_SNAPSHOT.ordinal()``: older clients cannot answer 221.
 V3_0_7_SNAPSHOT = 28
 CLIENT_TIMEOUT = 5.0

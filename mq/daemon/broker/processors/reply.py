@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING, Any
 
 from mq.common import properties as P
 from mq.common.properties import encode_properties
+from mq.daemon.broker.requeue import STORED
 from mq.errors import MQError
 from mq.protocol.codes import RequestCode, ResponseCode
 from mq.protocol.command import RemotingCommand
@@ -55,7 +56,7 @@ from mq.protocol.headers import (
     SendMessageRequestHeaderV2,
     SendMessageResponseHeader,
 )
-from mq.store.status import PutMessageResult, PutMessageStatus
+from mq.store.status import PutMessageResult
 
 if TYPE_CHECKING:
     from mq.daemon.broker.controller import BrokerController
@@ -65,18 +66,6 @@ log = logging.getLogger(__name__)
 RC = ResponseCode
 #: Java ``Broker2Client.callClient`` waits this long for the requesting client's answer to 326.
 PUSH_TIMEOUT_S = 3.0
-_STORED = frozenset({PutMessageStatus.PUT_OK, PutMessageStatus.FLUSH_DISK_TIMEOUT,
-                     PutMessageStatus.FLUSH_SLAVE_TIMEOUT, PutMessageStatus.SLAVE_NOT_AVAILABLE})
-
-
-def find_producer_channel(controller: "BrokerController", client_id: str) -> Any:
-    """The open producer connection of ``client_id`` (Java ``ProducerManager.findChannel``), or None."""
-    pm = controller.producers
-    for group in pm.groups():
-        for conn, info in pm.channels(group).items():
-            if info.client_id == client_id and not getattr(conn, "closed", False):
-                return conn
-    return None
 
 
 class ReplyProcessor:
@@ -112,7 +101,7 @@ class ReplyProcessor:
             code, remark_out = RC.SYSTEM_ERROR, remark
         if cfg.store_reply_message_enable:
             res = await self._store(msg)
-            if res is not None and res.status in _STORED:
+            if res is not None and res.status in STORED:
                 c.stats.on_topic_put(msg.topic, res.msg_num, res.wrote_bytes)
                 resp_hdr.msg_id, resp_hdr.queue_id, resp_hdr.queue_offset = res.msg_id, queue_id, res.queue_offset
             else:
@@ -132,7 +121,7 @@ class ReplyProcessor:
         if sender is None:
             log.warning("%s is null, can not reply message", P.MESSAGE_REPLY_TO_CLIENT)
             return False, f"reply message properties[{P.MESSAGE_REPLY_TO_CLIENT}] is null"
-        target = find_producer_channel(self.c, sender)
+        target = self.c.producers.find_channel(sender)
         if target is None:
             remark = f"push reply message fail, channel of <{sender}> not found."
             log.warning(remark)
