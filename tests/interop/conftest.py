@@ -12,8 +12,9 @@ from mq.config import BrokerConfig, NamesrvConfig, StoreConfig
 
 
 class Daemons:
-    def __init__(self, root: str) -> None:
+    def __init__(self, root: str, **store_options) -> None:
         self.root = root
+        self.store_options = store_options
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.namesrv = None
@@ -35,7 +36,8 @@ class Daemons:
                 BrokerConfig(listen_port=0, namesrv_addr=self.namesrv.address),
                 store_config=StoreConfig(store_path_root_dir=f"{self.root}/store",
                                          mapped_file_size_commit_log=32 * 1024 * 1024,
-                                         max_hash_slot_num=50_000, max_index_num=200_000))
+                                         max_hash_slot_num=50_000, max_index_num=200_000,
+                                         **self.store_options))
             await self.broker.start()
 
         self.call(up())

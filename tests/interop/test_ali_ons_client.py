@@ -1,0 +1,124 @@
+"""ali-ons (npm), the pure-JavaScript RocketMQ 4.x client, against our name server and broker.
+
+ali-ons speaks the remoting protocol with its own encoder and decoder (JSON headers, its own message decoder,
+rebalance and offset store), so these tests check our wire format against an implementation that shares no code
+with the C++ client. Each script runs in its own Node process under a timeout."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.interop.conftest import Daemons
+from tests.interop.node_client import NodeClientUnavailable, install_ali_ons
+
+pytestmark = pytest.mark.interop
+DRIVER = str(Path(__file__).with_name("ons_driver.js"))
+ONE_SECOND_DELAYS = " ".join(["1s"] * 18)  # a sent-back message comes back after 1 s instead of 10 s
+
+
+@pytest.fixture(scope="module")
+def ali_ons() -> dict[str, str]:
+    try:
+        root = install_ali_ons()
+    except NodeClientUnavailable as exc:
+        pytest.skip(f"cannot install ali-ons here: {exc}")
+    return {**os.environ, "MQ_ALI_ONS": str(root)}
+
+
+@pytest.fixture
+def daemons(tmp_path):
+    d = Daemons(str(tmp_path), message_delay_level=ONE_SECOND_DELAYS)
+    d.start()
+    yield d
+    d.stop()
+
+
+def mq_cli(ns: str, *args: str) -> dict | list:
+    proc = subprocess.run([sys.executable, "-m", "mq.cli.main", *args, "-n", ns, "--json"], capture_output=True,
+                          text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def produce(env: dict, ns: str, topic: str, count: int, tags: str) -> list[dict]:
+    proc = subprocess.run(["node", DRIVER, "produce", ns, topic, str(count), tags], capture_output=True, text=True,
+                          timeout=60, env=env, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return [json.loads(ln) for ln in proc.stdout.splitlines() if ln.startswith("{")]
+
+
+def test_ali_ons_producer_sends_what_we_store_and_index(daemons, ali_ons):
+    ns = daemons.namesrv.address
+    mq_cli(ns, "updateTopic", "-t", "OnsSend", "-c", "DefaultCluster", "-r", "4", "-w", "4")
+    results = produce(ali_ons, ns, "OnsSend", 8, "TagA,TagB")
+    assert [r["sendStatus"] for r in results] == ["SEND_OK"] * 8
+
+    stored = mq_cli(ns, "pull", "-t", "OnsSend", "--from", "first", "--count", "100")
+    by_body = {m["body"]: m for m in stored}
+    assert sorted(by_body) == sorted(f"ons-{r['i']}-{r['tag']}" for r in results)
+    for r in results:  # the queue, offset and (offset) msgId the client was told are where the message is
+        m = by_body[f"ons-{r['i']}-{r['tag']}"]
+        assert (m["queueId"], m["queueOffset"], m["offsetMsgId"], m["tags"], m["keys"]) == (
+            r["queueId"], r["queueOffset"], r["msgId"], r["tag"], f"okey-{r['i']} oshared")
+
+    by_key = mq_cli(ns, "queryMsgByKey", "-t", "OnsSend", "-k", "okey-5")["messages"]
+    assert [m["body"] for m in by_key] == ["ons-5-TagB"]
+    assert len(mq_cli(ns, "queryMsgByKey", "-t", "OnsSend", "-k", "oshared")["messages"]) == 8
+    by_id = mq_cli(ns, "queryMsgById", "-i", results[2]["msgId"])["messages"]
+    assert [m["body"] for m in by_id] == ["ons-2-TagA"]
+
+
+def test_ali_ons_consumer_filters_by_tag_and_gets_a_sent_back_message_again(daemons, ali_ons):
+    ns = daemons.namesrv.address
+    mq_cli(ns, "updateTopic", "-t", "OnsPush", "-c", "DefaultCluster", "-r", "4", "-w", "4")
+    produce(ali_ons, ns, "OnsPush", 6, "TagA,TagB,TagC")  # before the group exists
+    consumer = subprocess.Popen(["node", DRIVER, "consume", ns, "OnsPush", "GID_ONS_PUSH", "TagA || TagC", "8", "40"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ali_ons,
+                                stdin=subprocess.DEVNULL)
+    early = []  # deliveries can be printed before ready() resolves
+    try:
+        while True:
+            line = consumer.stdout.readline()
+            assert line, f"the consumer exited before starting: {consumer.stderr.read()[-2000:]}"
+            early.append(line)
+            if line.startswith("{") and json.loads(line).get("started"):
+                break
+        time.sleep(1.0)
+        produce(ali_ons, ns, "OnsPush", 6, "TagA,TagB,TagC")  # while it runs
+        out, err = consumer.communicate(timeout=60)
+    finally:
+        if consumer.poll() is None:
+            consumer.kill()
+            consumer.communicate()
+    lines = [json.loads(ln) for ln in early + out.splitlines() if ln.startswith("{")]
+    results = [d["received"] for d in lines if "received" in d]
+    assert results and consumer.returncode == 0, (consumer.returncode, results, err[-2000:])
+    acked = results[-1]
+    retried = [d["message"] for d in lines if d.get("message", {}).get("retry")]
+    assert len(retried) == 1
+
+    # each TagA/TagC body was sent twice and is acknowledged twice; TagB never arrives
+    assert sorted(m["body"] for m in acked) == sorted(["ons-0-TagA", "ons-2-TagC", "ons-3-TagA", "ons-5-TagC"] * 2)
+    assert {m["tags"] for m in acked} == {"TagA", "TagC"}
+    # the message answered with ACTION_RETRY went back to the broker and came again, counted as a reconsume
+    again = [m for m in acked if m["reconsumeTimes"] == 1]
+    assert [(m["body"], m["keys"]) for m in again] == [(retried[0]["body"], retried[0]["keys"])]
+    assert all(m["reconsumeTimes"] == 0 for m in acked if m is not again[0])
+    retry_store = mq_cli(ns, "topicStatus", "-t", "%RETRY%GID_ONS_PUSH")["queues"]
+    assert sum(q["maxOffset"] for q in retry_store) == 1
+
+    # the group's committed offsets cover every acknowledged message of the topic
+    needed: dict[int, int] = {}
+    for m in acked:
+        if m["reconsumeTimes"] == 0:
+            needed[m["queueId"]] = max(needed.get(m["queueId"], 0), m["queueOffset"] + 1)
+    committed = {q["queueId"]: q["consumerOffset"] for q in mq_cli(ns, "consumerProgress", "-g", "GID_ONS_PUSH")["queues"]
+                 if q["topic"] == "OnsPush"}
+    assert all(committed.get(q, 0) >= o for q, o in needed.items()), (needed, committed)
