@@ -263,6 +263,10 @@ class ClientConfig:
     call_timeout: float = 3.0
     #: BROADCASTING offsets: <dir>/<clientId>/<group>/offsets.json (rocketmq.client.localOffsetStoreDir).
     local_offset_store_dir: str = str(Path.home() / ".rocketmq_offsets")
+    #: ACL: with an access key every request is signed (RocketMQ's AclClientRPCHook)
+    access_key: str = ""
+    secret_key: str = field(default="", repr=False)
+    security_token: str = field(default="", repr=False)
 
     @property
     def namesrv_addrs(self) -> list[str]:
@@ -403,6 +407,14 @@ class BrokerConfig:
     timer_roll_window_sec: int = 2 * 86_400
     #: Request-reply: also store each reply in ``<cluster>_REPLY_TOPIC`` (storeReplyMessageEnable).
     store_reply_message_enable: bool = True
+    #: plain ACL (RocketMQ's PlainAccessValidator): requests must be signed by an account of plain_acl.yml
+    acl_enable: bool = False
+    #: where plain_acl.yml is read from; empty: $ROCKETMQ_HOME/conf/plain_acl.yml, else <store root>/conf/plain_acl.yml
+    acl_file: str = ""
+    #: SQL92 property filters (expressionType SQL92) on pull and heartbeat
+    enable_property_filter: bool = False
+    #: SQL92 filters also apply to the group's %RETRY% topic
+    filter_support_retry: bool = False
 
     @property
     def advertised_host(self) -> str:
@@ -423,7 +435,7 @@ _BROKER_ALIASES: dict[str, str] = {
 }
 #: broker.conf keys RocketMQ has that mean nothing for this broker; accepted and ignored.
 BROKER_IGNORED_KEYS = frozenset({"deleteWhenHour", "brokerRole_", "slaveReadEnable", "haListenPort",
-                                 "aclEnable", "enablePropertyFilter", "pullMessageThreadPoolNums",
+                                 "pullMessageThreadPoolNums",
                                  "useEpollNativeSelector", "serverWorkerThreads"})
 
 

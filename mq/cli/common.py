@@ -18,7 +18,7 @@ def with_admin(ctx_obj: Any, fn: Callable[[Any], Awaitable[T]], *, timeout: floa
     from mq.remoting import run
 
     async def main() -> T:
-        async with MQAdmin(ctx_obj.namesrv_addrs, timeout=timeout) as admin:
+        async with MQAdmin(ctx_obj.namesrv_addrs, timeout=timeout, credentials=ctx_obj.credentials) as admin:
             return await fn(admin)
 
     return run(main())

@@ -168,7 +168,7 @@ def dlq_resend(obj, group: str, msg_ids: tuple[str, ...], resend_all: bool, to_t
         from mq.common.message import Message
         from mq.config import ClientConfig, ProducerConfig
 
-        async with MQAdmin(obj.namesrv_addrs, timeout=10.0) as admin:
+        async with MQAdmin(obj.namesrv_addrs, timeout=10.0, credentials=obj.credentials) as admin:
             msgs = await read_dead_letters(admin, group)
         chosen = [m for m in msgs if resend_all or m.msg_id.upper() in wanted or
                   (m.properties.get(P.UNIQ_CLIENT_MESSAGE_ID_KEYIDX) or "").upper() in wanted]
@@ -179,7 +179,8 @@ def dlq_resend(obj, group: str, msg_ids: tuple[str, ...], resend_all: bool, to_t
             raise ConfigError(f"not in the DLQ of {group}: {', '.join(missing)}")
         done = []
         producer = Producer(ProducerConfig(group="TOOLS_DLQ_RESEND"),
-                            ClientConfig(namesrv_addr=";".join(obj.namesrv_addrs), instance_name="mq-dlq"))
+                            ClientConfig(namesrv_addr=";".join(obj.namesrv_addrs), instance_name="mq-dlq",
+                                         **obj.credential_options))
         async with producer:
             for m in chosen:
                 target = resend_target(m, group, to_topic, to_original)

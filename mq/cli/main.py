@@ -117,8 +117,24 @@ class LazyGroup(click.Group):
 class Context:
     """What every command gets through ``click.pass_obj``."""
 
-    def __init__(self, namesrv: str) -> None:
+    def __init__(self, namesrv: str, access_key: str | None = None, secret_key: str | None = None) -> None:
         self.namesrv = namesrv
+        self.access_key = access_key or ""
+        self.secret_key = secret_key or ""
+
+    @property
+    def credentials(self):
+        """ACL credentials (``--access-key``/``--secret-key``), or None to send unsigned requests."""
+        if not self.access_key:
+            return None
+        from mq.protocol.acl import SessionCredentials
+
+        return SessionCredentials(self.access_key, self.secret_key)
+
+    @property
+    def credential_options(self) -> dict[str, str]:
+        """The same, as ClientConfig keyword arguments."""
+        return {"access_key": self.access_key, "secret_key": self.secret_key} if self.access_key else {}
 
     @property
     def namesrv_addrs(self) -> list[str]:
@@ -129,11 +145,17 @@ class Context:
 @click.option("-n", "--namesrv", default=lambda: os.environ.get("NAMESRV_ADDR") or DEFAULT_NAMESRV,
               show_default="$NAMESRV_ADDR or 127.0.0.1:9876",
               help="Name server address(es), separated by ';' as in RocketMQ.")
+@click.option("--access-key", envvar="MQ_ACCESS_KEY", default=None, metavar="KEY",
+              help="ACL access key: sign every request, for brokers with aclEnable ($MQ_ACCESS_KEY).")
+@click.option("--secret-key", envvar="MQ_SECRET_KEY", default=None, metavar="KEY",
+              help="ACL secret key ($MQ_SECRET_KEY).")
 @click.version_option(package_name="mq", prog_name="mq")
 @click.pass_context
-def cli(ctx: click.Context, namesrv: str) -> None:
+def cli(ctx: click.Context, namesrv: str, access_key: str | None, secret_key: str | None) -> None:
     """mq: a RocketMQ-compatible message system and its admin toolkit."""
-    ctx.obj = Context(namesrv)
+    if bool(access_key) != bool(secret_key):
+        raise click.UsageError("--access-key and --secret-key go together (or $MQ_ACCESS_KEY and $MQ_SECRET_KEY)")
+    ctx.obj = Context(namesrv, access_key, secret_key)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -46,7 +46,7 @@ def parse_properties(items: tuple[str, ...]) -> dict[str, str]:
 def client_config(obj, **kw):
     from mq.config import ClientConfig
 
-    return ClientConfig(namesrv_addr=obj.namesrv, **kw)
+    return ClientConfig(namesrv_addr=obj.namesrv, **obj.credential_options, **kw)
 
 
 @click.command("send")

@@ -12,6 +12,7 @@ from typing import Sequence
 from mq.errors import BrokerError, ConnectError, RemotingError, TopicNotExistError
 from mq.protocol import headers as h
 from mq.protocol.bodies import ClusterInfo, KVTable, TopicList, TopicRouteData
+from mq.protocol.acl import SessionCredentials
 from mq.protocol.codes import RequestCode, ResponseCode
 from mq.protocol.command import RemotingCommand
 from mq.remoting import RemotingClient
@@ -21,13 +22,15 @@ log = logging.getLogger(__name__)
 
 class MQAdmin:
     def __init__(self, namesrv_addrs: Sequence[str], *, timeout: float = 5.0,
-                 client: RemotingClient | None = None) -> None:
+                 client: RemotingClient | None = None, credentials: SessionCredentials | None = None) -> None:
         if not namesrv_addrs:
             raise ConnectError("no name server address given (set -n/--namesrv or $NAMESRV_ADDR)")
         self.namesrv_addrs = list(namesrv_addrs)
         self.timeout = timeout
         self._own_client = client is None
         self.client = client or RemotingClient(name="admin")
+        if credentials is not None:
+            self.client.credentials = credentials
 
     async def close(self) -> None:
         if self._own_client:

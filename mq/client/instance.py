@@ -52,6 +52,7 @@ from mq.protocol.bodies import (
     ResetOffsetBody,
     TopicRouteData,
 )
+from mq.protocol.acl import SessionCredentials
 from mq.protocol.codes import RequestCode, ResponseCode
 from mq.protocol.command import RemotingCommand
 from mq.remoting import Connection, RemotingClient
@@ -137,6 +138,9 @@ class MQClientInstance:
         self.client_id = build_client_id(config)
         self.remoting = client or RemotingClient(name=f"client {self.client_id}",
                                                  connect_timeout=config.connect_timeout)
+        if config.access_key:
+            self.remoting.credentials = SessionCredentials(config.access_key, config.secret_key,
+                                                           config.security_token or None)
         self.admin = MQAdmin(config.namesrv_addrs, timeout=config.call_timeout, client=self.remoting)
         self.producers: dict[str, Any] = {}
         self.consumers: dict[str, Any] = {}

@@ -32,6 +32,7 @@ from mq.common.message import Message, MessageExt
 from mq.common.msg_id import decode_offset_msg_id
 from mq.config import ClientConfig, ProducerConfig
 from mq.errors import MQError
+from mq.protocol.acl import sign_request
 from mq.protocol.codes import RequestCode
 from mq.protocol.command import RemotingCommand
 from mq.protocol.headers import CheckTransactionStateRequestHeader, EndTransactionRequestHeader
@@ -162,7 +163,10 @@ class TransactionProducer(Producer):
             commit_or_rollback=state.wire, msg_id=uniq, from_transaction_check=True,
             transaction_id=hdr.transaction_id)
         try:
-            conn.invoke_oneway(RemotingCommand.request(RequestCode.END_TRANSACTION, end.to_ext(), oneway=True))
+            answer = RemotingCommand.request(RequestCode.END_TRANSACTION, end.to_ext(), oneway=True)
+            if self.instance.remoting.credentials is not None:  # on the broker's own connection: sign here
+                sign_request(answer, self.instance.remoting.credentials)
+            conn.invoke_oneway(answer)
             self.checks_answered += 1
         except MQError as exc:
             log.warning("%s: answer to the check of %s not sent: %s", self.group, uniq, exc)

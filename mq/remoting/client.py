@@ -22,6 +22,7 @@ from collections.abc import Awaitable, Callable
 
 from mq.config import ConnectionLimits, FrameLimits, ProcessorLimits
 from mq.errors import ConnectError, RemotingError, RemotingTimeoutError
+from mq.protocol.acl import SessionCredentials, sign_request
 from mq.protocol.command import RemotingCommand
 from mq.remoting.connection import Connection
 from mq.remoting.server import Handler, HandlerRegistry, SyncHandler
@@ -76,6 +77,8 @@ class RemotingClient:
         self._connecting: dict[str, asyncio.Task[Connection]] = {}
         self._close_callbacks: list[Callable[[str, Connection], None]] = []
         self._closed = False
+        #: when set, every request is signed with them (RocketMQ's AclClientRPCHook)
+        self.credentials: SessionCredentials | None = None
 
     # -- handlers for broker-initiated requests ---------------------------------------------
     def register(self, code: int, handler: Handler, *, group: str = "default",
@@ -160,6 +163,8 @@ class RemotingClient:
     # -- requests ---------------------------------------------------------------------------
     async def invoke(self, addr: str, cmd: RemotingCommand, timeout: float = 3.0) -> RemotingCommand:
         """Send a two-way request to ``addr``; the timeout covers connecting too."""
+        if self.credentials is not None:
+            sign_request(cmd, self.credentials)
         conn = self._conns.get(addr)
         if conn is None or conn.closed:
             started = time.monotonic()
@@ -181,6 +186,8 @@ class RemotingClient:
 
     async def invoke_oneway(self, addr: str, cmd: RemotingCommand) -> None:
         """Send a oneway request to ``addr`` (returns once it is queued for writing)."""
+        if self.credentials is not None:
+            sign_request(cmd, self.credentials)
         conn = self._conns.get(addr)
         if conn is None or conn.closed:
             conn = await self.connection(addr)
@@ -196,6 +203,8 @@ class RemotingClient:
         conn = self._conns.get(addr)
         fut: asyncio.Future[RemotingCommand]
         if conn is not None and not conn.closed and not conn.write_blocked:
+            if self.credentials is not None:
+                sign_request(cmd, self.credentials)
             try:
                 fut = conn.invoke_future(cmd, timeout)
             except Exception as exc:

@@ -214,6 +214,8 @@ class HandlerRegistry:
         self._inline: dict[int, SyncHandler] = {}
         self._default: tuple[Handler, WorkerGroup | None] | None = None
         self._groups: dict[str, WorkerGroup] = {}
+        #: runs before any handler (the broker's ACL): a response returned here is sent instead
+        self.request_filter: Callable[[Connection, RemotingCommand], RemotingCommand | None] | None = None
 
     def configure_group(self, name: str, limits: ProcessorLimits) -> None:
         """Set a group's limits (before requests flow; an existing group keeps its running workers)."""
@@ -256,6 +258,12 @@ class HandlerRegistry:
         self._default = self._entry(handler, group)
 
     def dispatch(self, conn: Connection, cmd: RemotingCommand) -> None:
+        if self.request_filter is not None:
+            refusal = self.request_filter(conn, cmd)
+            if refusal is not None:
+                if not cmd.flag & FLAG_ONEWAY:
+                    conn.reply(cmd, refusal)
+                return
         entry = self._table.get(cmd.code) or self._default
         if entry is None:
             if not cmd.flag & FLAG_ONEWAY:

@@ -3,14 +3,23 @@
     python cpp_driver.py produce NAMESRV TOPIC MODE COUNT TAGS   (MODE: sync | oneway | orderly)
     python cpp_driver.py push NAMESRV TOPIC GROUP EXPR EXPECTED SECONDS
     python cpp_driver.py pull NAMESRV TOPIC GROUP EXPR
+
+With MQ_ACCESS_KEY and MQ_SECRET_KEY in the environment, clients sign their requests (ACL session credentials).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 import threading
 import time
+
+
+def credentials(client) -> None:
+    ak, sk = os.environ.get("MQ_ACCESS_KEY"), os.environ.get("MQ_SECRET_KEY")
+    if ak and sk:
+        client.set_session_credentials(ak, sk, "ALIYUN")
 
 
 def produce(namesrv: str, topic: str, mode: str, count: int, tags: str) -> None:
@@ -18,6 +27,7 @@ def produce(namesrv: str, topic: str, mode: str, count: int, tags: str) -> None:
 
     p = Producer("PID_INTEROP_" + mode)
     p.set_namesrv_addr(namesrv)
+    credentials(p)
     p.start()
     out = []
     tag_list = tags.split(",")
@@ -61,6 +71,7 @@ def push(namesrv: str, topic: str, group: str, expr: str, expected: int, seconds
 
     c = PushConsumer(group)
     c.set_namesrv_addr(namesrv)
+    credentials(c)
     c.subscribe(topic, on_message, expr)
     c.start()
     print(json.dumps({"started": True}), flush=True)

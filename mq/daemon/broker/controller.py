@@ -32,7 +32,7 @@ from mq.daemon.broker.subscription_group import SubscriptionGroupManager
 from mq.daemon.broker.topic_config import TopicConfigManager
 from mq.daemon.runtime import DaemonError, describe_bind_error
 from mq.errors import MQError
-from mq.protocol.codes import RequestCode
+from mq.protocol.codes import RequestCode, ResponseCode
 from mq.protocol.command import RemotingCommand
 from mq.protocol.headers import NotifyConsumerIdsChangedRequestHeader
 from mq.remoting import RemotingServer
@@ -54,6 +54,7 @@ class BrokerController:
                                                                  config.query_thread_pool_queue_capacity))
         root = Path(self.store_config.store_path_root_dir)
         self.store: MessageStore | None = None
+        self.acl = None  # PlainAccessValidator when aclEnable
         self.topic_config = TopicConfigManager(config, root, on_change=self._topics_changed)
         self.subscription_groups = SubscriptionGroupManager(config, root)
         self.offsets = ConsumerOffsetManager(root)
@@ -99,10 +100,28 @@ class BrokerController:
     def broker_id(self) -> int:
         return self.config.broker_id
 
+    def _install_acl(self) -> None:
+        from mq.daemon.broker.acl import PlainAccessValidator, default_acl_file
+
+        path = Path(self.config.acl_file).expanduser() if self.config.acl_file else \
+            default_acl_file(self.store_config.store_path_root_dir)
+        validator = self.acl = PlainAccessValidator(path)
+
+        def refuse(conn, cmd):
+            reason = validator.check(conn.remote_addr, cmd)
+            if reason is None:
+                return None
+            log.debug("ACL refused request code %d from %s: %s", cmd.code, conn.remote_addr, reason)
+            return cmd.response(ResponseCode.SYSTEM_ERROR, validator.refusal_remark(reason))
+
+        self.server.registry.request_filter = refuse
+
     # -- lifecycle ---------------------------------------------------------------------------------------
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
         self.poster = LoopPoster(loop)
+        if self.config.acl_enable:
+            self._install_acl()  # before listening: a missing or bad ACL file stops the start
         try:
             await self.server.start()
         except OSError as exc:

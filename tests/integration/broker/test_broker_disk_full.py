@@ -76,7 +76,8 @@ def test_broker_survives_a_full_disk_and_loses_nothing(small_fs, tmp_path, clien
         "cleanFileForciblyEnable: false", ""]))
     log = open(tmp_path / "broker.log", "w")
     broker = subprocess.Popen([sys.executable, "-m", "mq.cli.main", "broker", "start", "--config", str(conf),
-                               "--namesrv", ""], stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+                               "--namesrv", ""], stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                              env=dict(os.environ, MQ_HOME=str(tmp_path / "home")))  # its own pid file
     addr = f"127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 30
