@@ -17,7 +17,6 @@ adds *before* signing, so a broker that wants to accept those clients checks bot
 from __future__ import annotations
 
 import base64
-import hashlib
 import hmac
 from dataclasses import dataclass
 
@@ -44,13 +43,12 @@ class SessionCredentials:
 def signing_content(ext_fields: dict[str, str], body: bytes | bytearray | memoryview | None,
                     exclude: frozenset[str] = frozenset((SIGNATURE,))) -> bytes:
     """The bytes the signature covers: the values sorted by key (``exclude``d keys left out), then the body."""
-    text = "".join(ext_fields[k] for k in sorted(ext_fields) if k not in exclude and ext_fields[k] is not None)
-    data = text.encode("utf-8")
-    return data + bytes(body) if body else data
+    data = "".join([v for k, v in sorted(ext_fields.items()) if k not in exclude and v is not None]).encode("utf-8")
+    return data + body if body else data
 
 
 def signature(content: bytes, secret_key: str) -> str:
-    return base64.b64encode(hmac.new(secret_key.encode("utf-8"), content, hashlib.sha1).digest()).decode("ascii")
+    return base64.b64encode(hmac.digest(secret_key.encode("utf-8"), content, "sha1")).decode("ascii")
 
 
 def sign_request(cmd: RemotingCommand, credentials: SessionCredentials) -> None:
