@@ -5,14 +5,17 @@ from __future__ import annotations
 import click
 
 from mq.cli.common import json_option
-from mq.cli.pull import message_row, row_cells
+from mq.cli.pull import message_row, row_cells, subscription_options
 from mq.cli.send import client_config
 
 
 @click.command("consume")
 @click.option("-t", "--topic", required=True, help="Topic to subscribe to.")
 @click.option("-g", "--group", required=True, help="Consumer group.")
-@click.option("--expression", default="*", show_default=True, help="Tag expression, e.g. 'TagA || TagB'.")
+@click.option("--expression", default=None, help="Tag expression, e.g. 'TagA || TagB' (default '*').")
+@click.option("--sql", default=None,
+              help="SQL92 property selector, e.g. \"a BETWEEN 1 AND 3 AND TAGS IN ('TagA')\" (broker needs "
+                   "enablePropertyFilter=true); not with --expression.")
 @click.option("--count", type=click.IntRange(min=1), default=None, help="Stop after this many messages.")
 @click.option("--broadcast", is_flag=True, help="BROADCASTING model (offsets kept locally) instead of CLUSTERING.")
 @click.option("--from", "from_", type=click.Choice(["last", "first"]), default="last", show_default=True,
@@ -23,8 +26,8 @@ from mq.cli.send import client_config
               help="Orderly: lock each queue at its broker and consume it one message at a time, in queue order.")
 @json_option
 @click.pass_obj
-def consume(obj, topic, group, expression, count, broadcast, from_, timeout, json_mode, trace=False,
-            orderly=False) -> None:
+def consume(obj, topic, group, expression, sql, count, broadcast, from_, timeout, json_mode, trace=False,
+             orderly=False) -> None:
     """Consume with a push consumer and print each message (id, tags, keys, queue, offset, store time, body)."""
     import asyncio
 
@@ -39,6 +42,7 @@ def consume(obj, topic, group, expression, count, broadcast, from_, timeout, jso
 
     validate_topic(topic)
     validate_group(group)
+    expression, expression_type = subscription_options(expression, sql)
     console = Console(json_mode=json_mode)
     seen = 0
 
@@ -65,14 +69,15 @@ def consume(obj, topic, group, expression, count, broadcast, from_, timeout, jso
         cfg = ConsumerConfig(group=group, message_model="BROADCASTING" if broadcast else "CLUSTERING",
                              consume_from_where=from_.upper(), consume_thread_max=1)
         consumer = PushConsumer(cfg, listener, client_config(obj), orderly=orderly)
-        consumer.subscribe(topic, expression)
+        consumer.subscribe(topic, expression, expression_type)
         if trace:
             from mq.trace.enable import enable_trace
             enable_trace(consumer)
         await consumer.start()
         if not json_mode:
             how = f"{cfg.message_model}, orderly" if orderly else cfg.message_model
-            console.note(f"consuming {topic} ({expression}) as {group} ({how}); Ctrl-C to stop")
+            what = f"SQL92: {expression}" if expression_type == "SQL92" else expression
+            console.note(f"consuming {topic} ({what}) as {group} ({how}); Ctrl-C to stop")
         try:
             await asyncio.wait_for(done.wait(), timeout)
         except (asyncio.TimeoutError, asyncio.CancelledError):

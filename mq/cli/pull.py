@@ -38,6 +38,17 @@ def row_cells(r: dict) -> tuple:
             r["body"])
 
 
+def subscription_options(expression: str | None, sql: str | None) -> tuple[str, str]:
+    """(expression, expression type) from ``--expression`` / ``--sql``, which exclude each other."""
+    if sql is not None:
+        if expression is not None:
+            raise click.UsageError("--sql and --expression exclude each other")
+        if not sql.strip():
+            raise click.BadParameter("the SQL92 selector is empty", param_hint="--sql")
+        return sql, "SQL92"
+    return ("*" if expression is None else expression), "TAG"
+
+
 def parse_time(text: str) -> int:
     """Epoch ms, or an ISO date/time (local time), or RocketMQ's yyyyMMddHHmmss."""
     if text.isdigit() and len(text) != 14:
@@ -54,7 +65,10 @@ def parse_time(text: str) -> int:
 @click.command("pull")
 @click.option("-t", "--topic", required=True, help="Topic to read.")
 @click.option("-g", "--group", default="MQ_CLI_PULL", show_default=True, help="Consumer group named in requests.")
-@click.option("--expression", default="*", show_default=True, help="Tag expression, e.g. 'TagA || TagB'.")
+@click.option("--expression", default=None, help="Tag expression, e.g. 'TagA || TagB' (default '*').")
+@click.option("--sql", default=None,
+              help="SQL92 property selector, e.g. \"a > 5 AND TAGS IS NOT NULL\" (broker needs "
+                   "enablePropertyFilter=true); not with --expression.")
 @click.option("--broker", default=None, help="Only this broker's queues.")
 @click.option("--queue", "queue_id", type=click.IntRange(min=0), default=None, help="Only this queue id.")
 @click.option("--offset", type=click.IntRange(min=0), default=None, help="Start offset (with --queue).")
@@ -64,7 +78,8 @@ def parse_time(text: str) -> int:
 @click.option("--body-dir", type=click.Path(file_okay=False), default=None, help="Write each body to DIR/<msgId>.")
 @json_option
 @click.pass_obj
-def pull(obj, topic, group, expression, broker, queue_id, offset, count, from_, follow, body_dir, json_mode) -> None:
+def pull(obj, topic, group, expression, sql, broker, queue_id, offset, count, from_, follow, body_dir,
+         json_mode) -> None:
     """Print messages of a topic (every queue unless --queue): id, tags, keys, queue, offset, store time, body."""
     import asyncio
 
@@ -73,9 +88,11 @@ def pull(obj, topic, group, expression, broker, queue_id, offset, count, from_, 
     from mq.cli.console import Console
     from mq.client.pull_api import PullConsumer, PullStatus
     from mq.common.topic import validate_topic
+    from mq.errors import BrokerError
     from mq.remoting import run
 
     validate_topic(topic)
+    expression, expression_type = subscription_options(expression, sql)
     if offset is not None and queue_id is None:
         raise click.UsageError("--offset needs --queue")
     console = Console(json_mode=json_mode)
@@ -117,7 +134,8 @@ def pull(obj, topic, group, expression, broker, queue_id, offset, count, from_, 
             if not follow:
                 for q in queues:
                     while len(rows) < count:
-                        res = await pc.pull(q, offsets[q], min(32, count - len(rows)), expression)
+                        res = await pc.pull(q, offsets[q], min(32, count - len(rows)), expression,
+                                            expression_type=expression_type)
                         if res.status is PullStatus.OFFSET_ILLEGAL and res.next_begin_offset != offsets[q]:
                             offsets[q] = res.next_begin_offset
                             continue
@@ -128,11 +146,21 @@ def pull(obj, topic, group, expression, broker, queue_id, offset, count, from_, 
                             emit(m)
                 return
             done = asyncio.Event()
+            refused: list[BrokerError] = []
 
             async def follow_queue(q) -> None:
                 while not done.is_set():
                     try:
-                        res = await pc.pull(q, offsets[q], 32, expression, block=15.0)
+                        res = await pc.pull(q, offsets[q], 32, expression, block=15.0,
+                                            expression_type=expression_type)
+                    except BrokerError as exc:
+                        if expression_type != "TAG":  # the broker refuses the selector: no point in retrying
+                            refused.append(exc)
+                            done.set()
+                            return
+                        console.warn(f"{q.broker_name}:{q.queue_id}: {exc}")
+                        await asyncio.sleep(1.0)
+                        continue
                     except Exception as exc:  # keep following through broker restarts
                         console.warn(f"{q.broker_name}:{q.queue_id}: {exc}")
                         await asyncio.sleep(1.0)
@@ -154,6 +182,8 @@ def pull(obj, topic, group, expression, broker, queue_id, offset, count, from_, 
                 for t in tasks:
                     t.cancel()
                 await asyncio.gather(*tasks, return_exceptions=True)
+            if refused:
+                raise refused[0]
 
     started = time.monotonic()
     run(main())

@@ -1,6 +1,9 @@
 """The push consumer (RocketMQ ``DefaultMQPushConsumer`` with a concurrent listener).
 
 - ``subscribe(topic, expression)``; in CLUSTERING mode ``%RETRY%<group>`` is subscribed too.
+  ``subscribe(topic, selector, expression_type="SQL92")`` filters by message properties on the broker; ``start()``
+  then asks a broker of the topic to check it (CHECK_CLIENT_CONFIG, as Java's ``checkClientInBroker``) and
+  raises ``BrokerError`` if it refuses (property filter disabled, selector does not compile).
 - Rebalance (at start, every 20 s, on NOTIFY_CONSUMER_IDS_CHANGED): the topic's readable queues are split over
   the group's client ids with the allocation strategy (``allocate_averagely``); BROADCASTING takes every queue.
   A queue that is taken away is dropped (its in-flight results no longer move the offset) and its offset persisted.
@@ -37,7 +40,8 @@ from mq.client.hooks import ConsumeContext, ConsumeHook, ConsumeStatus, attach_t
 from mq.client.instance import MQClientInstance
 from mq.client.offset_store import LocalFileOffsetStore, RemoteBrokerOffsetStore
 from mq.client.process_queue import ProcessQueue
-from mq.client.pull_api import FLAG_COMMIT_OFFSET, FLAG_SUBSCRIPTION, PullAPI, PullStatus
+from mq.client.pull_api import (FLAG_COMMIT_OFFSET, FLAG_SUBSCRIPTION, PullAPI, PullStatus, build_subscription,
+                                check_client_config)
 from mq.client.rebalance import Strategy, allocate_averagely, apply_offset_reset, compute_pull_from_where
 from mq.client.retry import SendBackResult, reset_retry_topic, send_back_concurrently
 from mq.common.message import MessageExt, MessageQueue
@@ -139,9 +143,11 @@ class PushConsumer:
             attach_trace(self, trace_topic)
 
     # -- configuration ----------------------------------------------------------------------------------
-    def subscribe(self, topic: str, expression: str | None = "*") -> None:
+    def subscribe(self, topic: str, expression: str | None = "*", expression_type: str = "TAG") -> None:
+        """Subscribe to ``topic``: a tag expression ('TagA || TagB', '*'), or with ``expression_type="SQL92"``
+        a property selector ("a BETWEEN 1 AND 3 AND TAGS IN ('TagA')") the broker evaluates."""
         validate_topic(topic)
-        self.subscriptions[topic] = parse_subscription(topic, expression)
+        self.subscriptions[topic] = build_subscription(topic, expression, expression_type)
 
     def register_hook(self, hook: ConsumeHook) -> None:
         self.hooks.append(hook)
@@ -172,6 +178,13 @@ class PushConsumer:
                 if not is_retry_topic(topic):
                     raise
                 log.debug("no route yet for %s: %s", topic, exc)
+        try:
+            await self._check_client_in_broker()
+        except MQError:
+            if self._own_instance:
+                await self.instance.release()
+                self.instance = None
+            raise
         self.instance.register_consumer(self)
         self._start_ms = int(time.time() * 1000)
         loop = asyncio.get_running_loop()
@@ -183,6 +196,19 @@ class PushConsumer:
         await self.instance.heartbeat_all()
         await self.rebalance()
         return self
+
+    async def _check_client_in_broker(self) -> None:
+        """Java ``checkClientInBroker``: each non-TAG subscription is checked by one broker of its topic."""
+        assert self.instance is not None
+        for topic, sub in sorted(self.subscriptions.items()):
+            if sub.expression_type == "TAG":
+                continue
+            route = self.instance.routes.get(topic)
+            addrs = [a for bd in (route.broker_datas if route else []) for a in
+                     [bd.broker_addrs.get(0) or next(iter(bd.broker_addrs.values()), None)] if a]
+            if not addrs:
+                raise MQError(f"no broker serves topic {topic}: cannot check its {sub.expression_type} subscription")
+            await check_client_config(self.instance, addrs[0], self.group, sub, self.sub_version)
 
     def stats(self) -> dict[str, Any]:
         """Consume counters; with tracing on, the trace dispatcher's counts (sent, dropped by reason, ...)."""

@@ -14,6 +14,12 @@ PULL_MESSAGE (11) request ``sysFlag`` bits::
 Response codes map to ``PullStatus``: 0 FOUND, 19 NO_NEW_MSG, 20 NO_MATCHED_MSG, 21 OFFSET_ILLEGAL. Messages are
 filtered again by tag on the client (the broker filters by hash code only) and get ``MIN_OFFSET``/``MAX_OFFSET``
 properties; a consumed message's ``msg_id`` is its UNIQ_KEY when it has one, else its offsetMsgId (Java rule).
+
+SQL92 subscriptions (``build_subscription(topic, expr, "SQL92")``) carry the selector as ``subscription`` with
+``expressionType=SQL92``; only the broker evaluates them (the client-side re-filter passes every message).
+``check_client_config`` sends CHECK_CLIENT_CONFIG (46), the check a Java consumer makes before it starts: body
+``{"clientId", "group", "subscriptionData"}``; a refusal raises ``BrokerError`` (SYSTEM_ERROR when the broker
+has no property filter, SUBSCRIPTION_PARSE_FAILED when the selector does not compile).
 """
 
 from __future__ import annotations
@@ -24,12 +30,14 @@ from dataclasses import dataclass, field
 
 from mq.client.instance import MQClientInstance
 from mq.common import properties as P
+from mq.common.fastjson import dumps as fastjson_dumps
 from mq.common.message import MessageExt, MessageQueue
 from mq.common.record import iter_records
 from mq.common.tags import SubscriptionData, parse_subscription
 from mq.common.topic import validate_group, validate_topic
 from mq.config import ClientConfig
-from mq.errors import BrokerError, MQError
+from mq.errors import BrokerError, ConfigError, MQError
+from mq.protocol import bodies
 from mq.protocol import headers as h
 from mq.protocol.codes import RequestCode, ResponseCode
 from mq.protocol.command import RemotingCommand
@@ -37,6 +45,31 @@ from mq.protocol.command import RemotingCommand
 FLAG_COMMIT_OFFSET = 0x1
 FLAG_SUSPEND = 0x2
 FLAG_SUBSCRIPTION = 0x4
+EXPRESSION_TYPES = ("TAG", "SQL92")
+
+
+def build_subscription(topic: str, expression: str | None, expression_type: str = "TAG") -> SubscriptionData:
+    """Java ``FilterAPI.build``: a TAG expression is parsed into tags; a SQL92 selector is kept as it is (the
+    broker compiles it) and must not be empty."""
+    etype = (expression_type or "TAG").upper()
+    if etype == "TAG":
+        return parse_subscription(topic, expression)
+    if etype not in EXPRESSION_TYPES:
+        raise ConfigError(f"unknown expression type {expression_type!r}: TAG or SQL92")
+    if not expression or not expression.strip():
+        raise ConfigError(f"a {etype} subscription of {topic} needs an expression")
+    return SubscriptionData(topic, expression, expression_type=etype)
+
+
+async def check_client_config(instance: MQClientInstance, addr: str, group: str, sub: SubscriptionData,
+                              sub_version: int = 0) -> None:
+    """CHECK_CLIENT_CONFIG (46) for one subscription at ``addr``; raises BrokerError when the broker refuses."""
+    sd = bodies.SubscriptionData(topic=sub.topic, sub_string=sub.sub_string, tags_set=set(sub.tags_set),
+                                 code_set=set(sub.code_set), sub_version=sub_version,
+                                 expression_type=sub.expression_type)
+    body = fastjson_dumps({"clientId": instance.client_id, "group": group, "subscriptionData": sd.to_json_value()})
+    cmd = RemotingCommand.request(RequestCode.CHECK_CLIENT_CONFIG, {}, body=body)
+    await instance.call(addr, cmd)
 
 
 class PullStatus(enum.Enum):
@@ -194,9 +227,10 @@ class PullConsumer:
         return await api.instance.subscribe_queues(validate_topic(topic), refresh=True)
 
     async def pull(self, queue: MessageQueue, offset: int, max_nums: int = 32, expression: str | None = "*", *,
-                   block: float = 0.0, timeout: float = 10.0) -> PullResult:
-        """One PULL_MESSAGE; ``block`` > 0 lets the broker hold the request that many seconds (long polling)."""
-        sub = parse_subscription(queue.topic, expression)
+                   block: float = 0.0, timeout: float = 10.0, expression_type: str = "TAG") -> PullResult:
+        """One PULL_MESSAGE; ``block`` > 0 lets the broker hold the request that many seconds (long polling).
+        ``expression_type="SQL92"``: ``expression`` is a SQL92 selector evaluated by the broker."""
+        sub = build_subscription(queue.topic, expression, expression_type)
         return await self._api().pull(self.group, queue, offset, max_nums, sub, suspend=block,
                                       timeout=max(timeout, block + 5.0))
 

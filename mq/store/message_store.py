@@ -32,7 +32,7 @@ from mq.store.dispatcher import Dispatcher, IndexDispatcher, OnDispatch
 from mq.store.flush import (AsyncFlushService, ConsumeQueueFlushService, FlushGroup, FlushWaiter,
                             GroupCommitService)
 from mq.store.index_service import IndexService
-from mq.store.reader import TagFilter, read_queue
+from mq.store.reader import MessageFilter, TagFilter, read_queue
 from mq.store.recovery import RecoveryReport, rebuild_topic_queue_table, recover
 from mq.store.runtime_files import AbortFile, StoreLock
 from mq.store.status import (GetMessageResult, GetMessageStatus, PutMessageResult, PutMessageStatus,
@@ -391,12 +391,14 @@ class MessageStore:
     # -- get ---------------------------------------------------------------------------------------------
     def get_message(self, group: str, topic: str, queue_id: int, offset: int, max_count: int,
                     tag_filter: TagFilter = None, max_total_bytes: int | None = None, *,
-                    runs: bool = False) -> GetMessageResult:
+                    runs: bool = False, message_filter: MessageFilter = None) -> GetMessageResult:
         """Read up to ``max_count`` records of one queue from ``offset`` (RocketMQ getMessage).
 
         ``tag_filter`` is None (all), a set of tag hash codes, or a callable(tags_code) -> bool. ``buffers``
         holds one record each, or with ``runs`` one copy per run of records adjacent in the commit log (what
-        a PULL body needs: the records concatenated, copied once). ``mq.store.reader`` does the reading."""
+        a PULL body needs: the records concatenated, copied once). ``message_filter`` (None, or a
+        callable(record bytes) -> bool) is applied to each record after the tag filter; a refused record is
+        skipped as a tag mismatch is. ``mq.store.reader`` does the reading."""
         if self._shutdown or not self._loaded:
             return GetMessageResult(_G.NO_MATCHED_LOGIC_QUEUE, offset)
         cq = self.cq_table.find(topic, queue_id, create=False)
@@ -404,7 +406,7 @@ class MessageStore:
             self.stats.get_miss += 1
             return GetMessageResult(_G.NO_MATCHED_LOGIC_QUEUE, 0)
         return read_queue(cq, self.commit_log, self.config, self.stats, self._mem_limit, offset, max_count,
-                          tag_filter, max_total_bytes, runs)
+                          tag_filter, max_total_bytes, runs, message_filter)
 
     # -- lookups -----------------------------------------------------------------------------------------
     def select_one_message_by_offset(self, phy_offset: int, size: int | None = None) -> bytes | None:

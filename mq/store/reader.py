@@ -19,6 +19,8 @@ from mq.store.status import GetMessageResult, GetMessageStatus, StoreStats
 
 #: None (all), a set of tag hash codes, or a callable(tags_code) -> bool
 TagFilter = Callable[[int], bool] | set | frozenset | None
+#: None, or a callable(record bytes) -> bool applied after the tag filter (SQL92 property filters)
+MessageFilter = Callable[[bytes], bool] | None
 _G = GetMessageStatus
 
 
@@ -42,8 +44,12 @@ def _count_records(buf: bytes) -> int:
 
 def read_queue(cq: ConsumeQueue, commit_log: CommitLog, config: StoreConfig, stats: StoreStats, mem_limit: int,
                offset: int, max_count: int, tag_filter: TagFilter = None, max_total_bytes: int | None = None,
-               runs: bool = False) -> GetMessageResult:
+               runs: bool = False, message_filter: MessageFilter = None) -> GetMessageResult:
     """Up to ``max_count`` records of ``cq`` from logical ``offset`` (see ``MessageStore.get_message``).
+
+    ``message_filter`` gets a copy of each record that passed ``tag_filter``; a record it refuses is skipped
+    as a tag mismatch is (RocketMQ ``isMatchedByCommitLog``). A record it cannot read is left to the checks
+    below, which answer MESSAGE_WAS_REMOVING or skip to the next file.
 
     ``mem_limit``: bytes behind the log's end beyond which records count as on disk (RocketMQ
     ``accessMessageInMemoryMaxRatio`` of the RAM); past it the disk transfer limits apply and the result
@@ -105,6 +111,11 @@ def read_queue(cq: ConsumeQueue, commit_log: CommitLog, config: StoreConfig, sta
         elif func is not None and not func(tc):
             i += 1
             continue
+        if message_filter is not None:
+            rec = commit_log.read(phy, size)
+            if rec is not None and not message_filter(rec):
+                i += 1
+                continue
         if not runs or phy != run_end or phy + size > run_limit:  # not adjacent: start a new run
             mf = find(phy)
             rel = phy - mf.start_offset if mf is not None else 0

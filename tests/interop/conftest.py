@@ -12,9 +12,11 @@ from mq.config import BrokerConfig, NamesrvConfig, StoreConfig
 
 
 class Daemons:
-    def __init__(self, root: str, **store_options) -> None:
+    def __init__(self, root: str, broker_options: dict | None = None, **store_options) -> None:
         self.root = root
         self.store_options = store_options
+        #: extra BrokerConfig fields (e.g. enable_property_filter=True)
+        self.broker_options = dict(broker_options or {})
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.namesrv = None
@@ -33,7 +35,7 @@ class Daemons:
             self.namesrv = NamesrvServer(NamesrvConfig(listen_port=0, kv_config_path=f"{self.root}/kv.json"))
             await self.namesrv.start()
             self.broker = BrokerController(
-                BrokerConfig(listen_port=0, namesrv_addr=self.namesrv.address),
+                BrokerConfig(listen_port=0, namesrv_addr=self.namesrv.address, **self.broker_options),
                 store_config=StoreConfig(store_path_root_dir=f"{self.root}/store",
                                          mapped_file_size_commit_log=32 * 1024 * 1024,
                                          max_hash_slot_num=50_000, max_index_num=200_000,

@@ -16,8 +16,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from mq.common.sql_filter import Sql92Filter
 from mq.common.tags import SubscriptionData as TagFilter
 from mq.common.tags import parse_subscription
+from mq.daemon.broker.property_filter import SQL92, Sql92Cache
 from mq.protocol.bodies import ConsumeFromWhere, ConsumeType, MessageModel, SubscriptionData
 from mq.protocol.codes import LanguageCode
 
@@ -48,6 +50,9 @@ class ConsumerGroupInfo:
     channels: dict[Any, ClientChannelInfo] = field(default_factory=dict)
     #: topic -> parsed TAG filter (tags hash codes recomputed by the broker)
     filters: dict[str, TagFilter] = field(default_factory=dict)
+    #: topic -> compiled SQL92 selector; a selector that does not compile is absent (pulls answer
+    #: FILTER_DATA_NOT_EXIST, as RocketMQ's ConsumerFilterManager never registers it)
+    sql_filters: dict[str, Sql92Filter] = field(default_factory=dict)
     last_update: int = 0
 
     def client_ids(self) -> list[str]:
@@ -67,9 +72,12 @@ def normalize_subscription(sd: SubscriptionData) -> SubscriptionData:
 
 
 class ConsumerManager:
-    def __init__(self, on_ids_changed: Callable[[str], None] | None = None) -> None:
+    def __init__(self, on_ids_changed: Callable[[str], None] | None = None,
+                 filter_cache: Sql92Cache | None = None) -> None:
         self._groups: dict[str, ConsumerGroupInfo] = {}
         self.on_ids_changed = on_ids_changed
+        #: compiled SQL92 selectors by (topic, expression), shared with the pull processor
+        self.filter_cache = filter_cache if filter_cache is not None else Sql92Cache()
 
     # -- contract ----------------------------------------------------------------------------------------
     def get(self, group: str) -> ConsumerGroupInfo | None:
@@ -117,8 +125,7 @@ class ConsumerManager:
             self.on_ids_changed(group)
         return changed
 
-    @staticmethod
-    def _update_subscriptions(info: ConsumerGroupInfo, subs: list[SubscriptionData]) -> bool:
+    def _update_subscriptions(self, info: ConsumerGroupInfo, subs: list[SubscriptionData]) -> bool:
         changed = False
         new: dict[str, SubscriptionData] = {}
         for sd in subs:
@@ -137,6 +144,13 @@ class ConsumerManager:
             info.subscriptions = new
             info.filters = {t: parse_subscription(t, s.sub_string) for t, s in new.items()
                             if s.expression_type == "TAG"}
+            sql = {}
+            for t, s in new.items():
+                if s.expression_type == SQL92 and s.sub_string:
+                    flt = self.filter_cache.try_compile(t, s.sub_string)
+                    if flt is not None:
+                        sql[t] = flt
+            info.sql_filters = sql
         return changed
 
     def unregister(self, group: str, conn: Any, notify: bool = True) -> bool:

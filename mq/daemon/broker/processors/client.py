@@ -1,12 +1,18 @@
 """Client management and offsets: HEART_BEAT (34), UNREGISTER_CLIENT (35), GET_CONSUMER_LIST_BY_GROUP (38),
 QUERY_CONSUMER_OFFSET (14), UPDATE_CONSUMER_OFFSET (15), GET_MAX_OFFSET (30), GET_MIN_OFFSET (31),
-SEARCH_OFFSET_BY_TIMESTAMP (29), GET_EARLIEST_MSG_STORETIME (32). PROTOCOL.md §4.1.5-4.1.7, FEATURES.md §5.2, §5.7.
+SEARCH_OFFSET_BY_TIMESTAMP (29), GET_EARLIEST_MSG_STORETIME (32), CHECK_CLIENT_CONFIG (46). PROTOCOL.md §4.1.5-4.1.7,
+FEATURES.md §5.2, §5.7, §9.1.
 
 All inline (they touch in-memory tables or read mapped memory).
 
 QUERY_CONSUMER_OFFSET without a committed offset answers 0 when the queue's min offset is <= 0 and its first
 entry is not "on disk" (missing, or its commit-log position is within ``accessMessageInMemoryMaxRatio`` of
 RAM from the log's end) -- why a new group on a young broker starts at the beginning -- else QUERY_NOT_FOUND.
+
+CHECK_CLIENT_CONFIG (a consumer checks its subscription before starting; body ``{"clientId", "group",
+"subscriptionData": {...}}``): TAG (or no type) -> SUCCESS; another type with ``enablePropertyFilter`` off ->
+SYSTEM_ERROR "The broker does not support consumer to filter message by <type>"; a selector that does not
+compile -> SUBSCRIPTION_PARSE_FAILED with the compiler's message; else SUCCESS.
 """
 
 from __future__ import annotations
@@ -17,7 +23,10 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from mq.common import topic as T
+from mq.common.fastjson import loads as fastjson_loads
+from mq.common.sql_filter import Sql92SyntaxError
 from mq.daemon.broker.client_manager import ClientChannelInfo
+from mq.daemon.broker.property_filter import SQL92
 from mq.protocol import headers as H
 from mq.protocol.bodies import GetConsumerListByGroupResponseBody, HeartbeatData
 from mq.protocol.codes import LanguageCode, RequestCode, ResponseCode
@@ -56,7 +65,8 @@ class ClientProcessor:
                          (R.QUERY_CONSUMER_OFFSET, self.query_offset), (R.UPDATE_CONSUMER_OFFSET, self.update_offset),
                          (R.GET_MAX_OFFSET, self.max_offset), (R.GET_MIN_OFFSET, self.min_offset),
                          (R.SEARCH_OFFSET_BY_TIMESTAMP, self.search_offset),
-                         (R.GET_EARLIEST_MSG_STORETIME, self.earliest_time)):
+                         (R.GET_EARLIEST_MSG_STORETIME, self.earliest_time),
+                         (R.CHECK_CLIENT_CONFIG, self.check_client_config)):
             server.register(code, fn)
 
     # -- membership --------------------------------------------------------------------------------------
@@ -82,6 +92,34 @@ class ClientProcessor:
             if pd.group_name:
                 c.producers.register(pd.group_name,
                                      ClientChannelInfo(conn, hb.client_id, lang, cmd.version, now, conn.remote_addr))
+        return cmd.response(RC.SUCCESS)
+
+    def check_client_config(self, conn: Any, cmd: RemotingCommand) -> RemotingCommand:
+        """Java ``ClientManageProcessor.checkClientConfig``."""
+        try:
+            body = fastjson_loads(cmd.body) if cmd.body else None
+        except Exception as exc:  # Java: RemotingCommandException -> SYSTEM_ERROR
+            return cmd.response(RC.SYSTEM_ERROR, f"bad CheckClientRequestBody: {exc}")
+        sd = body.get("subscriptionData") if isinstance(body, dict) else None
+        if not isinstance(sd, dict):
+            return cmd.response(RC.SUCCESS)
+        etype = sd.get("expressionType")
+        if etype is None or etype == "" or etype == "TAG":
+            return cmd.response(RC.SUCCESS)
+        etype = str(etype)
+        if not self.c.config.enable_property_filter:
+            return cmd.response(RC.SYSTEM_ERROR, "The broker does not support consumer to filter message by "
+                                + etype)
+        if etype != SQL92:
+            return cmd.response(RC.SUBSCRIPTION_PARSE_FAILED, f"unsupported expression type {etype}")
+        expression = sd.get("subString")
+        try:
+            self.c.consumers.filter_cache.compile(str(sd.get("topic") or ""), "" if expression is None
+                                                  else str(expression))
+        except Sql92SyntaxError as exc:
+            log.warning("Client %s@%s filter message, but failed to compile expression! sub=%r, error=%s",
+                        body.get("clientId"), body.get("group"), expression, exc)
+            return cmd.response(RC.SUBSCRIPTION_PARSE_FAILED, str(exc))
         return cmd.response(RC.SUCCESS)
 
     def unregister(self, conn: Any, cmd: RemotingCommand) -> RemotingCommand:

@@ -17,21 +17,31 @@ A PULL_OFFSET_MOVED answer from a master also stores an ``OffsetMovedEvent`` in 
 as RocketMQ's ``generateOffsetMovedEvent`` does, so operators can see which groups had their offsets corrected.
 A slave (``brokerRole: SLAVE`` without ``offsetCheckInSlave``) answers PULL_RETRY_IMMEDIATELY instead.
 The COMMIT_OFFSET piggyback is stored on the first pass only, never when a held pull is re-executed.
+
+SQL92 subscriptions (FEATURES.md §9): a selector in the request that does not compile answers
+SUBSCRIPTION_PARSE_FAILED; a heartbeat selector that did not compile answers FILTER_DATA_NOT_EXIST (RocketMQ never
+registers its filter data); with ``enablePropertyFilter`` off either answers SYSTEM_ERROR "The broker does not
+support consumer to filter message by SQL92". Otherwise the store evaluates the selector on each record's
+properties (``message_filter``) and skips non-matching records as tag mismatches. A held SQL92 pull wakes on any
+new message of its queue. With ``filterSupportRetry``, ``%RETRY%<group>`` pulls are filtered by the group's
+selector of each message's original topic.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from mq.common import properties as P
 from mq.common import topic as T
 from mq.common.fastjson import dumps as fastjson_dumps
 from mq.common.message import MessageExtBrokerInner, MessageQueue
 from mq.common.properties import encode_properties
+from mq.common.sql_filter import Sql92Filter, Sql92SyntaxError
 from mq.common.tags import parse_subscription, tags_code
 from mq.daemon.broker.long_polling import HeldPull
+from mq.daemon.broker.property_filter import SQL92, commit_log_filter, retry_filter
 from mq.daemon.broker.topic_config import PERM_READ
 from mq.protocol.bodies import MessageModel
 from mq.protocol.codes import RequestCode, ResponseCode
@@ -49,6 +59,8 @@ _G = GetMessageStatus
 FLAG_COMMIT_OFFSET = 0x1
 FLAG_SUSPEND = 0x2
 FLAG_SUBSCRIPTION = 0x4
+
+_NO_FILTER = "The broker does not support consumer to filter message by "
 
 _CODES = {
     _G.FOUND: RC.SUCCESS,
@@ -100,12 +112,19 @@ class PullProcessor:
         if qid < 0 or qid >= tc.read_queue_nums:
             return cmd.response(RC.SYSTEM_ERROR, f"queueId[{qid}] is illegal, topic:[{topic}] "
                                 f"topicConfig.readQueueNums:[{tc.read_queue_nums}] consumer:[{conn.remote_addr}]")
+        sql = None
         if flag & FLAG_SUBSCRIPTION:
             etype = (h.expression_type or "TAG").upper()
-            if etype != "TAG":
-                return cmd.response(RC.SYSTEM_ERROR, "The broker does not support consumer to filter message by "
-                                    + etype)
-            sub = parse_subscription(topic, h.subscription)
+            if etype == SQL92:
+                try:
+                    sql = c.consumers.filter_cache.compile(topic, h.subscription or "")
+                except Sql92SyntaxError as exc:
+                    log.warning("Parse the consumer's subscription[%s] failed, group: %s: %s", h.subscription,
+                                group, exc)
+                    return cmd.response(RC.SUBSCRIPTION_PARSE_FAILED, "parse the consumer's subscription failed")
+            elif etype != "TAG":
+                return cmd.response(RC.SYSTEM_ERROR, _NO_FILTER + etype)
+            sub = None if sql is not None else parse_subscription(topic, h.subscription)
         else:
             info = c.consumers.get(group)
             if info is None:
@@ -118,13 +137,24 @@ class PullProcessor:
                 return cmd.response(RC.SUBSCRIPTION_NOT_EXIST, f"the consumer's subscription not exist, {topic}")
             if sd.sub_version < h.sub_version:
                 return cmd.response(RC.SUBSCRIPTION_NOT_LATEST, f"the consumer's subscription not latest, {topic}")
-            if sd.expression_type != "TAG":
-                return cmd.response(RC.SYSTEM_ERROR, "The broker does not support consumer to filter message by "
-                                    + sd.expression_type)
-            sub = info.filters.get(topic) or parse_subscription(topic, sd.sub_string)
-        codes = None if sub.is_all else sub.code_set
+            etype = sd.expression_type
+            if etype == SQL92:
+                sql = info.sql_filters.get(topic)
+                if sql is None:
+                    return cmd.response(RC.FILTER_DATA_NOT_EXIST, "The broker's consumer filter data is not exist!"
+                                        "Your expression may be wrong!")
+            elif etype != "TAG":
+                return cmd.response(RC.SYSTEM_ERROR, _NO_FILTER + etype)
+            sub = None if sql is not None else info.filters.get(topic) or parse_subscription(topic, sd.sub_string)
+        if sql is not None and not cfg.enable_property_filter:
+            return cmd.response(RC.SYSTEM_ERROR, _NO_FILTER + SQL92)
+        codes = None if sub is None or sub.is_all else sub.code_set
+        message_filter = None if sql is None else commit_log_filter(sql)
+        if cfg.filter_support_retry and T.is_retry_topic(topic):
+            message_filter = self._retry_filter(group)
         store = c.store
-        r = store.get_message(group, topic, qid, h.queue_offset, h.max_msg_nums, codes, runs=True)
+        r = store.get_message(group, topic, qid, h.queue_offset, h.max_msg_nums, codes, runs=True,
+                              message_filter=message_filter)
         st = r.status
         code = _CODES.get(st)
         if code is None:  # NO_MATCHED_LOGIC_QUEUE / NO_MESSAGE_IN_QUEUE
@@ -136,7 +166,7 @@ class PullProcessor:
         elif code == RC.PULL_NOT_FOUND and allow_suspend and flag & FLAG_SUSPEND:
             ms = h.suspend_timeout_millis if cfg.long_polling_enable else cfg.short_polling_time_mills
             ms = min(max(ms, 0), cfg.broker_suspend_max_time_millis)
-            matches = None if codes is None else sub.matches_code
+            matches = None if codes is None else sub.matches_code  # SQL92: any new message wakes it
             if ms > 0 and c.hold_service.hold(conn, cmd, h, matches, ms / 1000.0):
                 if flag & FLAG_COMMIT_OFFSET:
                     c.offsets.commit(conn.remote_addr, group, topic, qid, h.commit_offset)
@@ -151,6 +181,15 @@ class PullProcessor:
         ext = PullMessageResponseHeader(sgc.broker_id, r.next_begin_offset, r.min_offset, r.max_offset).to_ext()
         return RemotingCommand(code, opaque=cmd.opaque, flag=1, remark=st.name, ext_fields=ext, body=body,
                                serialize_type=cmd.serialize_type)
+
+    def _retry_filter(self, group: str) -> Callable[[bytes], bool]:
+        """filterSupportRetry: a retry message is matched against the group's selector of its original topic."""
+        consumers = self.c.consumers
+
+        def lookup(real_topic: str) -> Sql92Filter | None:
+            info = consumers.get(group)
+            return None if info is None else info.sql_filters.get(real_topic)
+        return retry_filter(lookup)
 
     def _offset_moved(self, group: str, topic: str, queue_id: int, requested: int, new: int) -> None:
         """Store an ``OffsetMovedEvent`` (RocketMQ ``generateOffsetMovedEvent``); a failure is only logged."""
