@@ -22,8 +22,8 @@ const { Producer, Consumer, Message } = require(path.join(process.env.MQ_ALI_ONS
 
 const common = (ns) => ({
     nameSrv: ns,
-    accessKeyId: "",
-    accessKeySecret: "",
+    accessKeyId: process.env.MQ_ACCESS_KEY || "",  // set: every request is signed (ACL)
+    accessKeySecret: process.env.MQ_SECRET_KEY || "",
     httpclient: require("http"),  // required by the constructor; unused once nameSrv is given
     pollNameServerInteval: 1000,  // ali-ons's spelling; learns the retry topic's route within a second
     rebalanceInterval: 1000,
