@@ -54,6 +54,32 @@ def produce(env: dict, ns: str, topic: str, count: int, tags: str, first: int = 
     return [json.loads(ln) for ln in proc.stdout.splitlines() if ln.startswith("{")]
 
 
+def consume_while(env: dict, args: list[str], during) -> tuple[list[dict], list]:
+    """Run the driver's consumer; once it is ready, call ``during()``. Returns every JSON line it printed and its
+    ``received`` list; fails unless it exited 0."""
+    consumer = subprocess.Popen(["node", DRIVER, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env=env, stdin=subprocess.DEVNULL)
+    early = []  # deliveries can be printed before ready() resolves
+    try:
+        while True:
+            line = consumer.stdout.readline()
+            assert line, f"the consumer exited before starting: {consumer.stderr.read()[-2000:]}"
+            early.append(line)
+            if line.startswith("{") and json.loads(line).get("started"):
+                break
+        time.sleep(1.0)
+        during()
+        out, err = consumer.communicate(timeout=60)
+    finally:
+        if consumer.poll() is None:
+            consumer.kill()
+            consumer.communicate()
+    lines = [json.loads(ln) for ln in early + out.splitlines() if ln.startswith("{")]
+    results = [d["received"] for d in lines if "received" in d]
+    assert results and consumer.returncode == 0, (consumer.returncode, results, err[-2000:])
+    return lines, results[-1]
+
+
 def test_ali_ons_producer_sends_what_we_store_and_index(daemons, ali_ons):
     ns = daemons.namesrv.address
     mq_cli(ns, "updateTopic", "-t", "OnsSend", "-c", "DefaultCluster", "-r", "4", "-w", "4")
@@ -79,28 +105,9 @@ def test_ali_ons_consumer_filters_by_tag_and_gets_a_sent_back_message_again(daem
     ns = daemons.namesrv.address
     mq_cli(ns, "updateTopic", "-t", "OnsPush", "-c", "DefaultCluster", "-r", "4", "-w", "4")
     produce(ali_ons, ns, "OnsPush", 6, "TagA,TagB,TagC")  # before the group exists
-    consumer = subprocess.Popen(["node", DRIVER, "consume", ns, "OnsPush", "GID_ONS_PUSH", "TagA || TagC", "8", "40"],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ali_ons,
-                                stdin=subprocess.DEVNULL)
-    early = []  # deliveries can be printed before ready() resolves
-    try:
-        while True:
-            line = consumer.stdout.readline()
-            assert line, f"the consumer exited before starting: {consumer.stderr.read()[-2000:]}"
-            early.append(line)
-            if line.startswith("{") and json.loads(line).get("started"):
-                break
-        time.sleep(1.0)
-        produce(ali_ons, ns, "OnsPush", 6, "TagA,TagB,TagC")  # while it runs
-        out, err = consumer.communicate(timeout=60)
-    finally:
-        if consumer.poll() is None:
-            consumer.kill()
-            consumer.communicate()
-    lines = [json.loads(ln) for ln in early + out.splitlines() if ln.startswith("{")]
-    results = [d["received"] for d in lines if "received" in d]
-    assert results and consumer.returncode == 0, (consumer.returncode, results, err[-2000:])
-    acked = results[-1]
+    lines, acked = consume_while(
+        ali_ons, ["consume", ns, "OnsPush", "GID_ONS_PUSH", "TagA || TagC", "8", "40"],
+        lambda: produce(ali_ons, ns, "OnsPush", 6, "TagA,TagB,TagC"))  # while it runs
     retried = [d["message"] for d in lines if d.get("message", {}).get("retry")]
     assert len(retried) == 1
 
@@ -148,29 +155,10 @@ def test_ali_ons_sql92_consumer_gets_exactly_the_matching_messages(filter_daemon
     sent = produce(ali_ons, ns, "OnsSql", 10, "TagA,TagB")  # before the group exists
     want = [f"ons-{i}-{'TagA' if i % 2 == 0 else 'TagB'}" for i in range(20)
             if _sql_matches(i, "TagA" if i % 2 == 0 else "TagB")]
-    consumer = subprocess.Popen(["node", DRIVER, "consume-sql", ns, "OnsSql", "GID_ONS_SQL", SQL_SELECTOR,
-                                 str(len(want)), "40"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                env=ali_ons, stdin=subprocess.DEVNULL)
-    early = []
-    try:
-        while True:
-            line = consumer.stdout.readline()
-            assert line, f"the consumer exited before starting: {consumer.stderr.read()[-2000:]}"
-            early.append(line)
-            if line.startswith("{") and json.loads(line).get("started"):
-                break
-        time.sleep(1.0)
-        sent += produce(ali_ons, ns, "OnsSql", 10, "TagA,TagB", 10)  # while it runs: long polling wakes
-        out, err = consumer.communicate(timeout=60)
-    finally:
-        if consumer.poll() is None:
-            consumer.kill()
-            consumer.communicate()
+    _, acked = consume_while(
+        ali_ons, ["consume-sql", ns, "OnsSql", "GID_ONS_SQL", SQL_SELECTOR, str(len(want)), "40"],
+        lambda: sent.extend(produce(ali_ons, ns, "OnsSql", 10, "TagA,TagB", 10)))  # while it runs: long polling
     assert [r["sendStatus"] for r in sent] == ["SEND_OK"] * 20
-    lines = [json.loads(ln) for ln in early + out.splitlines() if ln.startswith("{")]
-    results = [d["received"] for d in lines if "received" in d]
-    assert results and consumer.returncode == 0, (consumer.returncode, results, err[-2000:])
-    acked = results[-1]
     assert sorted(m["body"] for m in acked) == sorted(want)  # each exactly once, two seconds of quiet after
     assert all(m["tags"] == "TagA" and 1 <= int(m["a"]) <= 3 for m in acked)
 
