@@ -9,6 +9,7 @@ Heavy modules are imported inside the commands so ``mq --help`` stays instant.
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 import time
@@ -186,7 +187,8 @@ def analyze(obj: Any, since: str, until: str, input_path: str | None, master: st
     with tempfile.TemporaryDirectory(prefix="mq-trace-") as tmp:
         out = Path(out_dir).resolve() if out_dir else Path(tmp) / "out"
         with _ProgressView("mq trace analyze") as view:
-            run_job(args, out, options=_submit_options(master, deploy_mode, conf), on_progress=view)
+            run_job(args, out, options=_submit_options(master, deploy_mode, conf), on_progress=view,
+                    environ=_job_environ(obj))
         report = load_report(out)
     if html_file:
         write_html(report, html_file)
@@ -202,6 +204,15 @@ def analyze(obj: Any, since: str, until: str, input_path: str | None, master: st
         console.note(f"report: {out}/report.json, tables: {out}/tables (Parquet), {out}/csv (CSV)")
     if html_file:
         console.note(f"html: {html_file}")
+
+
+def _job_environ(obj: Any) -> dict[str, str]:
+    """The job's environment: ours, plus the ACL credentials given on the command line, which the live reader
+    signs its requests with (on a cluster master, executors need MQ_ACCESS_KEY/MQ_SECRET_KEY themselves)."""
+    env = dict(os.environ)
+    if obj.access_key:
+        env["MQ_ACCESS_KEY"], env["MQ_SECRET_KEY"] = obj.access_key, obj.secret_key
+    return env
 
 
 def _abs_uri(path: str) -> str:
@@ -234,7 +245,8 @@ def export(obj: Any, dest: str, since: str | None, master: str, deploy_mode: str
     console = Console(json_mode=json_mode)
     with tempfile.TemporaryDirectory(prefix="mq-trace-export-") as tmp:
         with _ProgressView("mq trace export") as view:
-            run_job(args, Path(tmp), options=_submit_options(master, deploy_mode, conf), on_progress=view)
+            run_job(args, Path(tmp), options=_submit_options(master, deploy_mode, conf), on_progress=view,
+                    environ=_job_environ(obj))
         result = json.loads((Path(tmp) / "export.json").read_text(encoding="utf-8"))
     if json_mode:
         console.json(result)

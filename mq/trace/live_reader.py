@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import socket
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -38,6 +39,7 @@ from mq.errors import MQError, RemoteProtocolError
 from mq.protocol import headers as H
 from mq.protocol.bodies import TopicRouteData
 from mq.protocol.codec import FrameDecoder, encode
+from mq.protocol.acl import SessionCredentials, sign_request
 from mq.protocol.codes import RequestCode, ResponseCode
 from mq.protocol.command import RemotingCommand
 
@@ -72,10 +74,15 @@ class BlockingChannel:
         self.decoder = FrameDecoder()
         self.opaque = 0
         self.ready: list[RemotingCommand] = []
+        ak, sk = os.environ.get("MQ_ACCESS_KEY"), os.environ.get("MQ_SECRET_KEY")
+        #: ACL: requests are signed when the job runs with MQ_ACCESS_KEY and MQ_SECRET_KEY
+        self.credentials = SessionCredentials(ak, sk) if ak and sk else None
 
     def call(self, cmd: RemotingCommand) -> RemotingCommand:
         self.opaque += 1
         cmd.opaque = self.opaque
+        if self.credentials is not None:
+            sign_request(cmd, self.credentials)
         try:
             self.sock.sendall(encode(cmd))
             while True:

@@ -152,3 +152,31 @@ def test_a_denied_group_cannot_pull_and_an_edited_file_applies_without_restart(a
 def test_broker_refuses_to_start_without_its_acl_file(broker_factory, tmp_path):
     with pytest.raises(ConfigError, match="does not exist"):
         broker_factory(acl_enable=True, acl_file=str(tmp_path / "missing.yml"))
+
+
+def test_trace_live_reader_signs_with_credentials_from_its_environment(acl_broker, run, monkeypatch):
+    """``mq trace analyze`` hands its --access-key/--secret-key to the Spark job as MQ_ACCESS_KEY/MQ_SECRET_KEY;
+    the job's blocking channels sign with them."""
+    from mq.protocol.codes import RequestCode
+    from mq.protocol.command import RemotingCommand
+    from mq.protocol.headers import GetMaxOffsetRequestHeader
+    from mq.trace.live_reader import BlockingChannel
+
+    broker, _ = acl_broker
+    query = lambda: RemotingCommand.request(  # noqa: E731
+        RequestCode.GET_MAX_OFFSET, GetMaxOffsetRequestHeader(topic="AclOrders", queue_id=0).to_ext())
+
+    def call() -> RemotingCommand:
+        ch = BlockingChannel(broker.address)
+        try:
+            return ch.call(query())
+        finally:
+            ch.close()
+
+    monkeypatch.delenv("MQ_ACCESS_KEY", raising=False)
+    monkeypatch.delenv("MQ_SECRET_KEY", raising=False)
+    refused = run(asyncio.to_thread(call))
+    assert refused.code == C.SYSTEM_ERROR and "No accessKey is configured" in refused.remark
+    monkeypatch.setenv("MQ_ACCESS_KEY", APP[0])
+    monkeypatch.setenv("MQ_SECRET_KEY", APP[1])
+    assert run(asyncio.to_thread(call)).code == C.SUCCESS
