@@ -67,6 +67,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "statsAll": ("mq.cli.stats_admin:stats_all", "Show put/get TPS and today's totals of every topic and group."),
     "producer": ("mq.cli.stats_admin:producer", "Show the producers connected to a broker."),
     "getConsumerStatus": ("mq.cli.stats_admin:get_consumer_status", "Show the offsets each client of a group holds for a topic."),
+    "updateAclConfig": ("mq.cli.acl_admin:update_acl_config", "Create or update an account in the brokers' ACL files."),
+    "deleteAclConfig": ("mq.cli.acl_admin:delete_acl_config", "Delete an account from the brokers' ACL files."),
+    "updateGlobalWhiteAddr": ("mq.cli.acl_admin:update_global_white_addr", "Set the addresses that skip every ACL check."),
+    "clusterAclConfigVersion": ("mq.cli.acl_admin:cluster_acl_config_version", "Show the version of each broker's ACL files."),
 }
 
 

@@ -577,3 +577,23 @@ class MQAdmin:
     async def delete_expired_commit_log(self, addr: str) -> None:
         """DELETE_EXPIRED_COMMITLOG (329) on one broker."""
         await self._broker(addr, RequestCode.DELETE_EXPIRED_COMMITLOG, timeout=max(self.timeout, 30.0))
+
+    # -- plain ACL (what mqadmin's updateAclConfig, deleteAclConfig, updateGlobalWhiteAddr and
+    # clusterAclConfigVersion send) ----------------------------------------------------------------------
+    async def update_acl_account(self, addr: str, header: "h.CreateAccessConfigRequestHeader") -> None:
+        """UPDATE_AND_CREATE_ACL_CONFIG (50)."""
+        await self._broker(addr, RequestCode.UPDATE_AND_CREATE_ACL_CONFIG, header)
+
+    async def delete_acl_account(self, addr: str, access_key: str) -> None:
+        """DELETE_ACL_CONFIG (51)."""
+        await self._broker(addr, RequestCode.DELETE_ACL_CONFIG, h.DeleteAccessConfigRequestHeader(access_key))
+
+    async def update_global_white_addrs(self, addr: str, patterns: str, acl_file: str | None = None) -> None:
+        """UPDATE_GLOBAL_WHITE_ADDRS_CONFIG (53): ``patterns`` comma-separated."""
+        await self._broker(addr, RequestCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG,
+                           h.UpdateGlobalWhiteAddrsConfigRequestHeader(patterns, acl_file))
+
+    async def acl_config_version(self, addr: str) -> "h.GetBrokerAclConfigResponseHeader":
+        """GET_BROKER_CLUSTER_ACL_INFO (52)."""
+        resp = await self._broker(addr, RequestCode.GET_BROKER_CLUSTER_ACL_INFO)
+        return h.GetBrokerAclConfigResponseHeader.from_ext(resp.ext_fields)

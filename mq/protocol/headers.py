@@ -146,6 +146,43 @@ def _hot_header(cls):
 
 
 # ---------------------------------------------------------------------------------------------
+# plain ACL administration (50-53)
+# ---------------------------------------------------------------------------------------------
+@_header
+class CreateAccessConfigRequestHeader(Header):
+    access_key: str
+    secret_key: str | None = None
+    white_remote_address: str | None = None
+    admin: bool = False
+    default_topic_perm: str | None = None
+    default_group_perm: str | None = None
+    #: comma-separated ``name=PERM`` entries
+    topic_perms: str | None = None
+    group_perms: str | None = None
+
+
+@_header
+class DeleteAccessConfigRequestHeader(Header):
+    access_key: str
+
+
+@_header
+class UpdateGlobalWhiteAddrsConfigRequestHeader(Header):
+    #: comma-separated address patterns
+    global_white_addrs: str
+    acl_file_full_path: str | None = None
+
+
+@_header
+class GetBrokerAclConfigResponseHeader(Header):
+    version: str
+    broker_name: str
+    broker_addr: str
+    cluster_name: str
+    all_acl_file_version: str | None = None
+
+
+# ---------------------------------------------------------------------------------------------
 # send (10 / 310 / 320)
 # ---------------------------------------------------------------------------------------------
 @_hot_header

@@ -100,32 +100,39 @@ class JsonConfigFile:
     def save(self, obj: Mapping[str, Any]) -> None:
         """Write ``obj`` atomically, keeping the previous readable version as ``.bak``."""
         data = json.dumps(obj, indent="\t", ensure_ascii=False).encode("utf-8")
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.tmp_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
-            os.fsync(fd)
-        except BaseException:  # a full disk: the file in place stays as it was, and no partial copy lingers
-            os.close(fd)
-            self.tmp_path.unlink(missing_ok=True)
-            raise
+        write_atomically(self.path, data, keep_bak=self._read(self.path) is not None)
+
+
+def write_atomically(path: Path, data: bytes, *, keep_bak: bool = True) -> None:
+    """Replace ``path`` by ``data`` so that a crash leaves the old or the new content, never a mix: write
+    ``<path>.tmp``, fsync, hard-link the current file to ``<path>.bak`` (when ``keep_bak`` and it exists),
+    rename, fsync the directory. A failed write (a full disk) leaves the file as it was and no temp file."""
+    path = Path(path)
+    tmp_path = path.with_name(path.name + ".tmp")
+    bak_path = path.with_name(path.name + ".bak")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(tmp_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.fsync(fd)
+    except BaseException:
         os.close(fd)
-        if self._read(self.path) is not None:
-            bak_tmp = self.bak_path.with_name(self.bak_path.name + ".tmp")
-            try:
-                bak_tmp.unlink()
-            except FileNotFoundError:
-                pass
-            os.link(self.path, bak_tmp)
-            os.replace(bak_tmp, self.bak_path)
-        os.replace(self.tmp_path, self.path)
-        dfd = os.open(self.path.parent, os.O_RDONLY | os.O_DIRECTORY)
-        try:
-            os.fsync(dfd)
-        finally:
-            os.close(dfd)
+        tmp_path.unlink(missing_ok=True)
+        raise
+    os.close(fd)
+    if keep_bak and path.exists():
+        bak_tmp = bak_path.with_name(bak_path.name + ".tmp")
+        bak_tmp.unlink(missing_ok=True)
+        os.link(path, bak_tmp)
+        os.replace(bak_tmp, bak_path)
+    os.replace(tmp_path, path)
+    dfd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(dfd)
+    finally:
+        os.close(dfd)
 
 
 def _int_keys(table: Any, what: str) -> dict[int, int]:

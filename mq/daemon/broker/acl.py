@@ -42,6 +42,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from typing import Any
+
 import yaml
 
 from mq.common.topic import TRACE_TOPIC
@@ -50,13 +52,17 @@ from mq.protocol.acl import ACCESS_KEY, signature_matches
 from mq.protocol.bodies import HeartbeatData
 from mq.protocol.codes import RequestCode as R
 from mq.protocol.command import RemotingCommand
+from mq.store.config_files import write_atomically
 
 log = logging.getLogger(__name__)
 
 RETRY_PREFIX = "%RETRY%"
 ACL_EXCEPTION = "org.apache.rocketmq.acl.common.AclException"
+#: RocketMQ 4.9's admin codes, plus the ACL changes themselves (4.9 lets any signed account make those; an
+#: account that could grant itself every permission would make the rest pointless)
 ADMIN_CODES = frozenset((R.UPDATE_AND_CREATE_TOPIC, R.UPDATE_BROKER_CONFIG, R.DELETE_TOPIC_IN_BROKER,
-                         R.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, R.DELETE_SUBSCRIPTIONGROUP))
+                         R.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, R.DELETE_SUBSCRIPTIONGROUP,
+                         R.UPDATE_AND_CREATE_ACL_CONFIG, R.DELETE_ACL_CONFIG, R.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG))
 MIN_KEY_LENGTH = 7  # "longer than 6"
 RELOAD_CHECK_S = 1.0
 
@@ -262,17 +268,28 @@ def acl_files(main: Path) -> list[Path]:
     return [main, *[p for p in extra if p.resolve() != main.resolve()]]
 
 
-def load_acl(main: Path) -> PlainAclConfig:
+def read_acl_documents(main: Path) -> dict[Path, Any]:
+    """The parsed YAML of ``main`` and of the ``acl/`` files beside it, in order."""
     if not main.is_file():
         raise ConfigError(f"aclEnable is on but the ACL file {main} does not exist (set aclFile, or "
                           "$ROCKETMQ_HOME/conf/plain_acl.yml)")
-    global_white: list[AddressMatcher] = []
-    accounts: dict[str, Account] = {}
+    docs: dict[Path, Any] = {}
     for path in acl_files(main):
         try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8"))
+            docs[path] = yaml.safe_load(path.read_text(encoding="utf-8"))
         except (OSError, yaml.YAMLError) as exc:
             raise ConfigError(f"{path}: cannot read ACL rules: {exc}") from None
+    return docs
+
+
+def load_acl(main: Path) -> PlainAclConfig:
+    return config_from_documents(read_acl_documents(main))
+
+
+def config_from_documents(docs: dict[Path, Any]) -> PlainAclConfig:
+    global_white: list[AddressMatcher] = []
+    accounts: dict[str, Account] = {}
+    for path, data in docs.items():
         doc = parse_acl_document(data, str(path))
         global_white.extend(doc.global_white)
         for ak, account in doc.accounts.items():
@@ -414,3 +431,65 @@ class PlainAccessValidator:
 
     def refusal_remark(self, reason: str) -> str:
         return f"{ACL_EXCEPTION}: {reason}"
+
+    # -- changes from mqadmin (UPDATE_AND_CREATE_ACL_CONFIG, DELETE_ACL_CONFIG, UPDATE_GLOBAL_WHITE_ADDRS_CONFIG)
+    def update_account(self, entry: dict[str, Any]) -> None:
+        """Create or replace the account ``entry["accessKey"]`` in the file that holds it (a new one goes to the
+        main file). ConfigError, and nothing written, if the result would not load."""
+        docs = read_acl_documents(self.main_file)
+        ak = entry["accessKey"]
+        target = next((p for p, d in docs.items() if any(isinstance(a, dict) and a.get("accessKey") == ak
+                                                         for a in _accounts_of(d))), self.main_file)
+        doc = _mapping(docs[target])
+        accounts = [a for a in _accounts_of(doc) if not (isinstance(a, dict) and a.get("accessKey") == ak)]
+        doc["accounts"] = [*accounts, entry]
+        self._write(docs, target, doc)
+
+    def delete_account(self, access_key: str) -> bool:
+        docs = read_acl_documents(self.main_file)
+        for path, data in docs.items():
+            accounts = _accounts_of(data)
+            kept = [a for a in accounts if not (isinstance(a, dict) and a.get("accessKey") == access_key)]
+            if len(kept) != len(accounts):
+                doc = _mapping(data)
+                doc["accounts"] = kept
+                self._write(docs, path, doc)
+                return True
+        return False
+
+    def update_global_white(self, patterns: list[str], file: str | None = None) -> None:
+        docs = read_acl_documents(self.main_file)
+        target = Path(file) if file else self.main_file
+        match = next((p for p in docs if p.resolve() == target.resolve()), None)
+        if match is None:
+            raise ConfigError(f"{file} is not one of this broker's ACL files ({', '.join(map(str, docs))})")
+        doc = _mapping(docs[match])
+        doc["globalWhiteRemoteAddresses"] = patterns
+        self._write(docs, match, doc)
+
+    def versions(self) -> dict[str, dict[str, int]]:
+        """File -> its dataVersion ({"counter", "timestamp"}), as RocketMQ keeps them in the files."""
+        out = {}
+        for path, data in read_acl_documents(self.main_file).items():
+            versions = _mapping(data).get("dataVersion") or [{}]
+            last = versions[-1] if isinstance(versions, list) and versions else {}
+            out[str(path)] = {"counter": int(last.get("counter", 0)), "timestamp": int(last.get("timestamp", 0))}
+        return out
+
+    def _write(self, docs: dict[Path, Any], path: Path, doc: dict[str, Any]) -> None:
+        versions = doc.get("dataVersion")
+        last = versions[-1] if isinstance(versions, list) and versions and isinstance(versions[-1], dict) else {}
+        doc["dataVersion"] = [{"counter": int(last.get("counter", 0)) + 1, "timestamp": int(time.time() * 1000)}]
+        config = config_from_documents({**docs, path: doc})  # refuse a change that would not load
+        write_atomically(path, yaml.safe_dump(doc, sort_keys=False, allow_unicode=True).encode("utf-8"))
+        self.config, self._stamp, self._failed_stamp = config, self._file_stamp(), None
+        log.info("ACL file %s changed: %d account(s) in force", path, len(config.accounts))
+
+
+def _mapping(data: Any) -> dict[str, Any]:
+    return dict(data) if isinstance(data, dict) else {}
+
+
+def _accounts_of(data: Any) -> list:
+    accounts = _mapping(data).get("accounts")
+    return list(accounts) if isinstance(accounts, list) else []

@@ -180,3 +180,43 @@ def test_trace_live_reader_signs_with_credentials_from_its_environment(acl_broke
     monkeypatch.setenv("MQ_ACCESS_KEY", APP[0])
     monkeypatch.setenv("MQ_SECRET_KEY", APP[1])
     assert run(asyncio.to_thread(call)).code == C.SUCCESS
+
+
+def test_acl_admin_commands_change_the_file_and_apply_at_once(acl_broker, namesrv, run, broker_factory):
+    broker, path = acl_broker
+    target = ["-b", broker.address]
+    new = ["updateAclConfig", *target, "-a", "teamkey01", "-s", "teamsecret01", "-i", "PUB", "-u", "SUB",
+           "-t", "AclAudit=SUB"]
+    res = cli(run, namesrv.address, *new, creds=APP)  # changing ACL needs an admin account
+    assert res.exit_code == 1 and "Need admin permission for request code=50" in res.output
+    res = cli(run, namesrv.address, *new, "--json", creds=ADMIN)
+    assert res.exit_code == 0, res.output
+    assert "teamkey01" in path.read_text() and "dataVersion" in path.read_text()
+    res = cli(run, namesrv.address, "updateTopic", "-t", "AclTeam", *target, creds=ADMIN)
+    assert res.exit_code == 0, res.output
+    res = cli(run, namesrv.address, "send", "-t", "AclTeam", "--body", "x", creds=("teamkey01", "teamsecret01"))
+    assert res.exit_code == 0, res.output  # defaultTopicPerm PUB, in force without a restart
+
+    res = cli(run, namesrv.address, "clusterAclConfigVersion", *target, "--json", creds=APP)
+    assert res.exit_code == 0, res.output
+    assert '"counter": 1' in res.output
+
+    res = cli(run, namesrv.address, "updateAclConfig", *target, "-a", "teamkey01", "-s", "teamsecret01",
+              "-t", "AclAudit=WRITE", creds=ADMIN)
+    assert res.exit_code == 2 and "AclAudit=WRITE" in res.output  # refused before reaching the broker
+
+    res = cli(run, namesrv.address, "deleteAclConfig", *target, "-a", "teamkey01", creds=ADMIN)
+    assert res.exit_code == 0, res.output
+    res = cli(run, namesrv.address, "send", "-t", "AclTeam", "--body", "x", creds=("teamkey01", "teamsecret01"))
+    assert res.exit_code != 0 and "No acl config for teamkey01" in str(res.exception)
+    res = cli(run, namesrv.address, "deleteAclConfig", *target, "-a", "teamkey01", creds=ADMIN)
+    assert res.exit_code == 1 and "no such account" in res.output
+
+    res = cli(run, namesrv.address, "updateGlobalWhiteAddr", *target, "-g", "127.0.0.1", creds=ADMIN)
+    assert res.exit_code == 0, res.output
+    res = cli(run, namesrv.address, "topicStatus", "-t", "AclTeam")  # unsigned, from a white-listed address
+    assert res.exit_code == 0, res.output
+
+    plain = broker_factory()  # no aclEnable: the ACL codes say so
+    res = cli(run, namesrv.address, "clusterAclConfigVersion", "-b", plain.address)
+    assert res.exit_code == 1 and "ACL is not enabled on this broker" in res.output
