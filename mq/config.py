@@ -213,6 +213,20 @@ class StoreConfig:
     #: Off by default: the zero pages are written back too, which cost a busy 2-core broker more than it saved.
     warm_ahead_bytes: int = 0
     transient_store_pool_enable: bool = False
+    # -- HA: master/slave replication (STORE.md §13; mq.daemon.broker.ha) ---------------------------------------
+    #: haListenPort: -1 = listenPort + 1 (what BrokerStartup sets), 0 = an ephemeral port (tests)
+    ha_listen_port: int = -1
+    #: haMasterAddress ``host:port`` of the master's HA port; empty: learnt from the name server's answer
+    ha_master_address: str = ""
+    ha_send_heartbeat_interval: int = 5000
+    ha_housekeeping_interval: int = 20_000
+    ha_transfer_batch_size: int = 32 * 1024
+    #: SYNC_MASTER: a slave further behind than this is "not available"
+    ha_slave_fallbehind_max: int = 256 * 1024 * 1024
+    #: slaveReadEnable: masters may suggest pulling from a slave, slaves serve pulls
+    slave_read_enable: bool = False
+    #: SlaveSynchronize period (RocketMQ: 10 s, first run after 3 s); tests shorten it
+    slave_sync_interval: int = 10_000
 
     @property
     def sync_flush(self) -> bool:
@@ -338,6 +352,8 @@ class BrokerConfig:
     broker_ip1: str = ""
     #: Name servers, ``;``-separated; empty: do not register.
     namesrv_addr: str = ""
+    #: brokerIP2: host of the HA address sent to the name servers; empty: the advertised host
+    broker_ip2: str = ""
     region_id: str = "DefaultRegion"
     trace_on: bool = True
     broker_permission: int = 6
@@ -427,6 +443,7 @@ class BrokerConfig:
 
 _BROKER_ALIASES: dict[str, str] = {
     "brokerIP1": "broker_ip1",
+    "brokerIP2": "broker_ip2",
     "brokerClusterName": "broker_cluster_name",
     "namesrvAddr": "namesrv_addr",
     "listenPort": "listen_port",
@@ -434,7 +451,7 @@ _BROKER_ALIASES: dict[str, str] = {
     "rocketmqBrokerRebalanceLockMaxLiveTime": "rebalance_lock_max_live_time",
 }
 #: broker.conf keys RocketMQ has that mean nothing for this broker; accepted and ignored.
-BROKER_IGNORED_KEYS = frozenset({"deleteWhenHour", "brokerRole_", "slaveReadEnable", "haListenPort",
+BROKER_IGNORED_KEYS = frozenset({"deleteWhenHour", "brokerRole_",
                                  "pullMessageThreadPoolNums",
                                  "useEpollNativeSelector", "serverWorkerThreads"})
 

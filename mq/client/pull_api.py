@@ -122,11 +122,34 @@ class PullAPI:
 
     def __init__(self, instance: MQClientInstance) -> None:
         self.instance = instance
+        #: the brokerId each queue's next pull goes to: the broker's last ``suggestWhichBrokerId``
+        #: (Java ``PullAPIWrapper.pullFromWhichNodeTable``)
+        self.pull_from: dict[MessageQueue, int] = {}
+
+    async def _pull_addr(self, mq: MessageQueue) -> tuple[str, bool]:
+        """(address, is a slave) for the next pull of ``mq``: the suggested broker when the route has it, else
+        the master, else any broker of that name (a master that is down: read from its slave)."""
+        inst = self.instance
+        bid = self.pull_from.get(mq, 0)
+        addrs = inst.broker_addrs.get(mq.broker_name)
+        if not addrs:
+            await inst.update_route(mq.topic)
+            addrs = inst.broker_addrs.get(mq.broker_name)
+        if addrs:
+            addr = addrs.get(bid)
+            if addr is not None:
+                return addr, bid != 0
+            if 0 in addrs:
+                return addrs[0], False
+        addr = await inst.find_broker_addr(mq, master=False)
+        return addr, addr != inst.master_addr(mq.broker_name)
 
     async def pull(self, group: str, mq: MessageQueue, offset: int, max_nums: int, sub: SubscriptionData, *,
                    sys_flag: int = FLAG_SUBSCRIPTION, commit_offset: int = 0, suspend: float = 0.0,
                    timeout: float = 10.0, sub_version: int = 0) -> PullResult:
-        addr = await self.instance.find_broker_addr(mq, master=True)
+        addr, slave = await self._pull_addr(mq)
+        if slave:  # a slave never stores the pull's commit offset (Java clears the flag)
+            sys_flag &= ~FLAG_COMMIT_OFFSET
         if suspend > 0:
             sys_flag |= FLAG_SUSPEND
         hdr = h.PullMessageRequestHeader(
@@ -140,6 +163,7 @@ class PullAPI:
         if status is None:
             raise BrokerError.from_response(resp.code, resp.remark, addr)
         rh = h.PullMessageResponseHeader.from_ext(resp.ext_fields)
+        self.pull_from[mq] = rh.suggest_which_broker_id
         result = PullResult(status, rh.next_begin_offset, rh.min_offset, rh.max_offset)
         if status is PullStatus.FOUND and resp.body:
             result.messages, result.raw_count = decode_pull_body(resp.body, mq, sub, rh.min_offset, rh.max_offset)

@@ -163,6 +163,17 @@ class MappedFileQueue:
             deleted += 1
         return deleted
 
+    def reset_to(self, offset: int) -> None:
+        """Drop every segment: the stream restarts at ``offset`` (a segment boundary), where the next
+        ``get_last_file(offset)`` creates its first segment. For an empty replica that the master starts
+        somewhere else than where its own (empty) log begins."""
+        if offset % self.file_size:
+            raise StoreError(f"{offset} is not a segment boundary (segment size {self.file_size})")
+        for f in self.files:
+            self._destroy(f)
+        self.files = []
+        self.flushed_where = offset
+
     def destroy(self) -> None:
         for f in self.files:
             self._destroy(f)

@@ -9,6 +9,18 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 
+from mq.errors import MQError
+
+
+class ReplicaOffsetError(MQError):
+    """``append_replica`` was called with an offset that is not this store's max physical offset (the master
+    and the slave disagree on where the slave's log ends: the replication connection must start over)."""
+
+    def __init__(self, expected: int, got: int) -> None:
+        super().__init__(f"replica data at offset {got}, but this store's commit log ends at {expected}")
+        self.expected = expected
+        self.got = got
+
 
 class PutMessageStatus(enum.Enum):
     PUT_OK = 0
@@ -120,6 +132,9 @@ class StoreStats:
         self.get_found = 0
         self.get_miss = 0
         self.get_transferred = 0
+        #: records and bytes appended from a master (``MessageStore.append_replica``)
+        self.replica_count = 0
+        self.replica_bytes = 0
         self.samples: deque[tuple[float, int, int, int]] = deque(maxlen=601)
 
     def sample(self, now: float | None = None) -> None:

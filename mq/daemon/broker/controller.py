@@ -5,6 +5,11 @@ store -> load topics / subscription groups / offsets -> register processors -> s
 every name server. ``stop`` reverses it: unregister, stop timers, close the listener, persist offsets, shut the
 store down.
 
+Replication (STORE.md §13, ``mq.daemon.broker.ha``): a master (ASYNC_MASTER / SYNC_MASTER, brokerId 0) runs
+``HAService`` on ``haListenPort``; a SLAVE (brokerId > 0) runs ``HAClient`` towards the master's HA address and
+``SlaveSynchronize``; both are started before the first registration (which advertises the HA address) and
+stopped before the store shuts down. ``controller.ha`` is the HAService or the HAClient.
+
 Timers: name-server registration (``registerNameServerPeriod``), offset persistence
 (``flushConsumerOffsetInterval``), client channel expiry (``clientChannelScanInterval`` /
 ``channelExpiredTimeout``) and fast failure (``fastFailureScanIntervalMs``).
@@ -75,6 +80,9 @@ class BrokerController:
         self.schedule_service: Any = None
         self.transaction_service: Any = None
         self.timer_service: Any = None
+        # replication (mq.daemon.broker.ha): HAService on a master, HAClient on a slave; built in start()
+        self.ha: Any = None
+        self.slave_sync: Any = None
         self._tasks: list[asyncio.Task] = []
         self._started = False
         self._stopping = False
@@ -100,6 +108,34 @@ class BrokerController:
     def broker_id(self) -> int:
         return self.config.broker_id
 
+    @property
+    def is_slave(self) -> bool:
+        return self.store_config.broker_role.upper() == "SLAVE"
+
+    @property
+    def ha_port(self) -> int:
+        """The HA port advertised to the name servers: the bound one on a master, else haListenPort."""
+        from mq.daemon.broker.ha.master import HAService
+
+        if isinstance(self.ha, HAService) and self.ha.port:
+            return self.ha.port
+        configured = self.store_config.ha_listen_port
+        return configured if configured > 0 else self.port + 1
+
+    @property
+    def ha_address(self) -> str:
+        return f"{self.config.broker_ip2 or self.config.advertised_host}:{self.ha_port}"
+
+    def _check_role(self) -> None:
+        role = self.store_config.broker_role.upper()
+        if role not in ("ASYNC_MASTER", "SYNC_MASTER", "SLAVE"):
+            raise DaemonError(f"brokerRole must be ASYNC_MASTER, SYNC_MASTER or SLAVE, not {role!r}")
+        if role == "SLAVE" and self.broker_id <= 0:
+            raise DaemonError(f"a SLAVE needs brokerId > 0 (brokerId is {self.broker_id})")
+        if role != "SLAVE" and self.broker_id != 0:
+            raise DaemonError(f"a master ({role}) must have brokerId 0 (brokerId is {self.broker_id}); RocketMQ "
+                              f"forces 0: set brokerId: 0, or brokerRole: SLAVE for a slave")
+
     def _install_acl(self) -> None:
         from mq.daemon.broker.acl import PlainAccessValidator, default_acl_file
 
@@ -118,6 +154,11 @@ class BrokerController:
 
     # -- lifecycle ---------------------------------------------------------------------------------------
     async def start(self) -> None:
+        self._check_role()
+        if self.is_slave:  # RocketMQ lowers a slave's accessMessageInMemoryMaxRatio by 10 (STORE.md §13.6)
+            ratio = self.store_config.access_message_in_memory_max_ratio
+            self.store_config = dataclasses.replace(self.store_config,
+                                                    access_message_in_memory_max_ratio=max(0, ratio - 10))
         loop = asyncio.get_running_loop()
         self.poster = LoopPoster(loop)
         if self.config.acl_enable:
@@ -135,7 +176,9 @@ class BrokerController:
 
             self._make_delivery_services()  # DELIVERY helper: before the processors, which use them
             register_all(self)
+            await self._start_ha()
         except BaseException:
+            await self._stop_ha()
             await self.server.stop()
             if self.store is not None:
                 self.store.shutdown()
@@ -194,6 +237,7 @@ class BrokerController:
         if self.hold_service is not None:
             self.hold_service.drop_all()
         await self.server.stop()
+        await self._stop_ha()
         self.offsets.persist(force=True)
         if self.store is not None:
             await asyncio.get_running_loop().run_in_executor(None, self.store.shutdown)
@@ -206,6 +250,50 @@ class BrokerController:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.stop()
+
+    # -- replication (STORE.md §13) -------------------------------------------------------------------------
+    async def _start_ha(self) -> None:
+        from mq.daemon.broker.ha.master import HAService
+        from mq.daemon.broker.ha.slave import HAClient
+        from mq.daemon.broker.ha.slave_sync import SlaveSynchronize
+
+        scfg = self.store_config
+        if self.is_slave:
+            # haMasterAddress is used when set (RocketMQ: at least 6 characters); else the name server's answer
+            fixed = scfg.ha_master_address if len(scfg.ha_master_address) >= 6 else ""
+            self.ha = HAClient(self.store, scfg, fixed)
+            self.ha.start()
+            self.slave_sync = SlaveSynchronize(self)
+            self.slave_sync.start()
+            return
+        # -1: listenPort + 1 (BrokerStartup); an ephemeral listenPort (0) gets an ephemeral HA port too
+        port = scfg.ha_listen_port
+        if port < 0:
+            port = self.config.listen_port + 1 if self.config.listen_port > 0 else 0
+        service = HAService(self.store, scfg, host=self.config.host, port=port)
+        try:
+            await service.start()
+        except OSError as exc:
+            raise DaemonError(f"cannot listen for slaves (haListenPort): "
+                              f"{describe_bind_error(exc, self.config.host, port)}") from None
+        self.ha = service
+
+    async def _stop_ha(self) -> None:
+        for part in (self.slave_sync, self.ha):
+            if part is not None:
+                try:
+                    await part.stop()
+                except Exception:
+                    log.exception("stopping %s failed", type(part).__name__)
+
+    def on_master_info(self, master_addr: str, ha_server_addr: str) -> None:
+        """A registration answer named this slave's master (RocketMQ ``updateMasterHAServerAddrPeriodically``)."""
+        if not self.is_slave:
+            return
+        if self.slave_sync is not None and master_addr:
+            self.slave_sync.update_master_addr(master_addr)
+        if self.ha is not None and ha_server_addr and len(self.store_config.ha_master_address) < 6:
+            self.ha.update_master_address(ha_server_addr)
 
     # -- delivery services (DELIVERY helper) ----------------------------------------------------------------
     def _make_delivery_services(self) -> None:

@@ -5,6 +5,10 @@ REGISTER_BROKER carries a RegisterBrokerBody (the topic table and its data versi
 ``registerNameServerPeriod`` (30 s) and soon after each topic change; UNREGISTER_BROKER at a clean shutdown.
 When the broker is not both readable and writable, every topic's perm is narrowed to ``brokerPermission``.
 A name server that cannot be reached is logged and retried on the next period; it never stops the broker.
+
+``haServerAddr`` is ``brokerIP2 (or the advertised host):<HA port actually bound>``. A slave reads ``masterAddr``
+and ``haServerAddr`` from each answer and hands them to the controller (``on_master_info``), which points its
+HA client and slave synchronization at them (unless ``haMasterAddress`` is configured).
 """
 
 from __future__ import annotations
@@ -19,7 +23,8 @@ from mq.errors import MQError
 from mq.protocol.bodies import (RegisterBrokerBody, TopicConfig, TopicConfigSerializeWrapper)
 from mq.protocol.codes import RequestCode, ResponseCode
 from mq.protocol.command import RemotingCommand
-from mq.protocol.headers import RegisterBrokerRequestHeader, UnregisterBrokerRequestHeader
+from mq.protocol.headers import (RegisterBrokerRequestHeader, RegisterBrokerResponseHeader,
+                                 UnregisterBrokerRequestHeader)
 from mq.remoting import RemotingClient
 
 if TYPE_CHECKING:
@@ -63,9 +68,8 @@ class Registrar:
             return 0
         c = self.c
         body = self._body()
-        ext = RegisterBrokerRequestHeader(c.broker_name, c.address, c.cluster, f"{c.config.advertised_host}:"
-                                          f"{c.port + 1}", c.broker_id, c.config.compressed_register,
-                                          zlib.crc32(body) & 0x7FFFFFFF).to_ext()
+        ext = RegisterBrokerRequestHeader(c.broker_name, c.address, c.cluster, c.ha_address, c.broker_id,
+                                          c.config.compressed_register, zlib.crc32(body) & 0x7FFFFFFF).to_ext()
         timeout = c.config.register_broker_timeout_mills / 1000.0
         results = await asyncio.gather(*(self._register_one(a, ext, body, timeout) for a in addrs))
         ok = sum(results)
@@ -88,6 +92,10 @@ class Registrar:
         if addr in self.last_errors:
             log.info("registered with name server %s again", addr)
             del self.last_errors[addr]
+        if self.c.is_slave:
+            rh = RegisterBrokerResponseHeader.from_ext(resp.ext_fields or {})
+            if rh.master_addr or rh.ha_server_addr:
+                self.c.on_master_info(rh.master_addr or "", rh.ha_server_addr or "")
         return True
 
     async def unregister_all(self) -> None:

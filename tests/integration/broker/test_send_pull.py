@@ -287,7 +287,7 @@ def test_slave_without_offset_check_retries_instead_of_moving(broker_factory, cl
     from mq.protocol.bodies import TopicConfig
 
     for check, expect in ((False, RC.PULL_RETRY_IMMEDIATELY), (True, RC.PULL_OFFSET_MOVED)):
-        b = broker_factory(register=False, broker_role="SLAVE", offset_check_in_slave=check)
+        b = broker_factory(register=False, broker_role="SLAVE", broker_id=1, offset_check_in_slave=check)
         b.topic_config.put(TopicConfig("OnSlave", 1, 1))
 
         async def main():

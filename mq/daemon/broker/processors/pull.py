@@ -11,7 +11,13 @@ the tag hash codes are computed here (never trusted from the client). Store stat
     OFFSET_OVERFLOW_BADLY, OFFSET_TOO_SMALL    -> PULL_OFFSET_MOVED
 
 Every answer carries ``suggestWhichBrokerId``, ``nextBeginOffset``, ``minOffset`` and ``maxOffset`` as strings.
-``suggestWhichBrokerId`` is the group's ``brokerId`` (0): this broker has no slaves to offload reads to.
+``suggestWhichBrokerId`` (STORE.md §13.7): with ``slaveReadEnable`` the group's ``whichBrokerWhenConsumeSlowly``
+when the store found the consumer lagging beyond the memory ratio, else the group's ``brokerId``; without it
+always 0 (the master). A SLAVE without ``slaveReadEnable`` still serves what it has, suggesting 0: RocketMQ
+4.9's PullMessageProcessor sets PULL_RETRY_IMMEDIATELY there, but its status switch right after overwrites the
+code, so Java slaves serve pulls (consumers fall back to a slave while the master is down, and would spin on
+PULL_RETRY_IMMEDIATELY otherwise). A slave never stores the COMMIT_OFFSET piggyback (the master's offsets are
+copied to it by SlaveSynchronize).
 A PULL_OFFSET_MOVED answer from a master also stores an ``OffsetMovedEvent`` in the ``OFFSET_MOVED_EVENT`` topic
 (queue 0, TAGS and KEYS = the group, body ``{"consumerGroup", "messageQueue", "offsetNew", "offsetRequest"}``),
 as RocketMQ's ``generateOffsetMovedEvent`` does, so operators can see which groups had their offsets corrected.
@@ -76,6 +82,8 @@ _CODES = {
 class PullProcessor:
     def __init__(self, controller: "BrokerController") -> None:
         self.c = controller
+        self.slave = controller.store_config.broker_role.upper() == "SLAVE"
+        self.slave_read = controller.store_config.slave_read_enable
 
     def register(self, server: Any) -> None:
         server.register(RequestCode.PULL_MESSAGE, self.handle)
@@ -168,17 +176,21 @@ class PullProcessor:
             ms = min(max(ms, 0), cfg.broker_suspend_max_time_millis)
             matches = None if codes is None else sub.matches_code  # SQL92: any new message wakes it
             if ms > 0 and c.hold_service.hold(conn, cmd, h, matches, ms / 1000.0):
-                if flag & FLAG_COMMIT_OFFSET:
+                if flag & FLAG_COMMIT_OFFSET and not self.slave:
                     c.offsets.commit(conn.remote_addr, group, topic, qid, h.commit_offset)
                 return None
-        if allow_suspend and flag & FLAG_COMMIT_OFFSET:
+        if allow_suspend and flag & FLAG_COMMIT_OFFSET and not self.slave:
             c.offsets.commit(conn.remote_addr, group, topic, qid, h.commit_offset)
         if code == RC.PULL_OFFSET_MOVED:
-            if c.store_config.broker_role != "SLAVE" or c.store_config.offset_check_in_slave:
+            if not self.slave or c.store_config.offset_check_in_slave:
                 self._offset_moved(group, topic, qid, h.queue_offset, r.next_begin_offset)
             else:
                 code = RC.PULL_RETRY_IMMEDIATELY
-        ext = PullMessageResponseHeader(sgc.broker_id, r.next_begin_offset, r.min_offset, r.max_offset).to_ext()
+        if self.slave_read:
+            suggest = sgc.which_broker_when_consume_slowly if r.suggest_pulling_from_slave else sgc.broker_id
+        else:
+            suggest = 0
+        ext = PullMessageResponseHeader(suggest, r.next_begin_offset, r.min_offset, r.max_offset).to_ext()
         return RemotingCommand(code, opaque=cmd.opaque, flag=1, remark=st.name, ext_fields=ext, body=body,
                                serialize_type=cmd.serialize_type)
 

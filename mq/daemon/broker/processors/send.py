@@ -17,6 +17,12 @@ result and the response is written in the same step; under SYNC_FLUSH the store 
 thread when the group commit returns and the response is sent through ``LoopPoster`` (one loop wake-up per
 burst), so the worker is free for the next send. Past ``maxPendingFlushAcks`` such sends the worker awaits the
 flush instead (backpressure).
+
+SYNC_MASTER (STORE.md §13.5): a send whose ``WAIT`` property is not ``false`` is answered only after the put
+(and its flush) and then ``controller.ha.wait_replicated(end offset, syncFlushTimeout)``: SUCCESS once a slave
+acked it, FLUSH_SLAVE_TIMEOUT (12) or SLAVE_NOT_AVAILABLE (11) otherwise, both still "stored" (msgId and queue
+offset in the header). The wait runs in a task (counted in the flush-ack backlog); other roles pay one
+attribute check. A SLAVE refuses sends with SERVICE_NOT_AVAILABLE before touching its topic table.
 """
 
 from __future__ import annotations
@@ -125,6 +131,16 @@ class _Wait:
         self.queue_id = queue_id
 
 
+class _Replicate:
+    """SYNC_MASTER with a full backlog: the caller awaits the replication wait itself."""
+
+    __slots__ = ("res", "queue_id")
+
+    def __init__(self, res: Any, queue_id: int) -> None:
+        self.res = res
+        self.queue_id = queue_id
+
+
 class SendProcessor:
     def __init__(self, controller: "BrokerController") -> None:
         self.c = controller
@@ -136,6 +152,12 @@ class SendProcessor:
         self.fast_failure = cfg.broker_fast_failure_enable
         self.max_pending = cfg.max_pending_flush_acks
         self.pending_acks = 0
+        role = controller.store_config.broker_role.upper()
+        #: SYNC_MASTER: answers wait for a slave's ack (``_replicated``)
+        self.sync_master = role == "SYNC_MASTER"
+        self.slave = role == "SLAVE"
+        self.replica_timeout = max(0.001, controller.store_config.sync_flush_timeout / 1000.0)
+        self._replica_tasks: set[asyncio.Task] = set()
         #: topic names that passed validate_topic and are not forbidden system topics
         self._sendable: set[str] = set()
 
@@ -162,6 +184,8 @@ class SendProcessor:
         if resp.__class__ is _Wait:
             res = await asyncio.wrap_future(resp.fut)
             return self._response(cmd, res, resp.queue_id)
+        if resp.__class__ is _Replicate:
+            return await self._replicate(cmd, resp.res, resp.queue_id)
         return resp
 
     def _handle(self, conn: Any, cmd: RemotingCommand) -> Any:
@@ -178,6 +202,8 @@ class SendProcessor:
         if prepared.__class__ is RemotingCommand:
             return prepared
         msgs, queue_id = prepared  # type: ignore[misc]
+        if self.sync_master:
+            return self._replicated(conn, cmd, h, msgs, queue_id)
         store = self.c.store
         # put_messages_nowait: the result itself when the answer is known now (ASYNC_FLUSH), else the store
         # calls back from its flush thread when the group commit covering the put completes (no Future).
@@ -196,6 +222,45 @@ class SendProcessor:
         if res.__class__ is PutMessageResult:
             return self._response(cmd, res, queue_id)
         return _Wait(res, queue_id)
+
+    # -- SYNC_MASTER ---------------------------------------------------------------------------------------
+    def _replicated(self, conn: Any, cmd: RemotingCommand, h: Any, msgs: list, queue_id: int) -> Any:
+        """Put, then wait for a slave (SYNC_MASTER) in a task that answers; ``_Replicate`` when the backlog is
+        full and the caller must await it; the plain answer when the put failed or nobody waits."""
+        res = self.c.store.put_messages_nowait(msgs)
+        oneway = cmd.flag & 2
+        if oneway or decode_properties(h.properties).get(P.WAIT_STORE_MSG_OK) == "false":
+            if res.__class__ is PutMessageResult:
+                return None if oneway else self._response(cmd, res, queue_id)
+            return None if oneway else _Wait(res, queue_id)
+        if res.__class__ is PutMessageResult and not res.status.stored:
+            return self._response(cmd, res, queue_id)
+        if self.pending_acks >= self.max_pending:
+            return _Replicate(res, queue_id)
+        self.pending_acks += 1
+        task = asyncio.get_running_loop().create_task(self._replicate_and_reply(conn, cmd, res, queue_id))
+        self._replica_tasks.add(task)
+        task.add_done_callback(self._replica_tasks.discard)
+        return None
+
+    async def _replicate(self, cmd: RemotingCommand, res: Any, queue_id: int) -> RemotingCommand:
+        if res.__class__ is not PutMessageResult:
+            res = await asyncio.wrap_future(res)
+        if res.status is _S.PUT_OK or res.status is _S.FLUSH_DISK_TIMEOUT:
+            st = await self.c.ha.wait_replicated(res.wrote_offset + res.wrote_bytes, self.replica_timeout)
+            if st is not _S.PUT_OK:
+                res.status = st
+        return self._response(cmd, res, queue_id)
+
+    async def _replicate_and_reply(self, conn: Any, cmd: RemotingCommand, res: Any, queue_id: int) -> None:
+        try:
+            resp = await self._replicate(cmd, res, queue_id)
+        except Exception as exc:
+            log.exception("SYNC_MASTER send completion failed")
+            resp = cmd.response(RC.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}")
+        finally:
+            self.pending_acks -= 1
+        conn.send_response(resp)
 
     def _late_reply(self, conn: Any, cmd: RemotingCommand, res: PutMessageResult, queue_id: int) -> None:
         self.pending_acks -= 1
@@ -221,6 +286,10 @@ class SendProcessor:
     def prepare(self, conn: Any, cmd: RemotingCommand, h: Any, batch: bool):
         c = self.c
         topic = h.topic
+        if self.slave:
+            return cmd.response(RC.SERVICE_NOT_AVAILABLE,
+                                f"service not available now: the broker[{c.address}] is a SLAVE of "
+                                f"{c.broker_name}; messages are sent to its master (brokerId 0)")
         if not c.config.broker_permission & PERM_WRITE:
             return cmd.response(RC.NO_PERMISSION, f"the broker[{c.address}] sending message is forbidden")
         if topic not in self._sendable:  # checked once per topic name
