@@ -82,6 +82,12 @@ class SubscriptionGroupManager:
         self._changed()
         return True
 
+    def replace_all(self, table: dict[str, SubscriptionGroupConfig], data_version: DataVersion) -> None:
+        """Take the master's whole table and data version (a slave's synchronization), then persist."""
+        self._table = dict(table)
+        self._data_version = DataVersion(timestamp=data_version.timestamp, counter=data_version.counter)
+        self.persist()
+
     def all(self) -> dict[str, SubscriptionGroupConfig]:
         return dict(self._table)
 

@@ -111,6 +111,13 @@ class TopicConfigManager:
         self._changed(None)
         return True
 
+    def replace_all(self, table: dict[str, TopicConfig], data_version: DataVersion) -> None:
+        """Take the master's whole table and data version (a slave's synchronization), then persist."""
+        self._table.clear()
+        self._table.update(table)
+        self._data_version = DataVersion(timestamp=data_version.timestamp, counter=data_version.counter)
+        self.persist()
+
     def all(self) -> dict[str, TopicConfig]:
         return dict(self._table)
 

@@ -120,11 +120,7 @@ class SlaveSynchronize:
             if not tc.topic_name:
                 tc.topic_name = name
             table[name] = tc
-        # TopicConfigManager has no bulk replace: set its table as RocketMQ's clear() + putAll() does
-        tcm._table.clear()
-        tcm._table.update(table)
-        tcm._data_version = _copy_version(wrapper.data_version)
-        tcm.persist()
+        tcm.replace_all(table, wrapper.data_version)
         log.info("slave synchronization: %d topics from master %s", len(table), self.master_addr)
 
     async def sync_consumer_offsets(self) -> None:
@@ -165,16 +161,9 @@ class SlaveSynchronize:
             if not cfg.group_name:
                 cfg.group_name = name
             table[name] = cfg
-        # SubscriptionGroupManager has no bulk replace: set its table as RocketMQ does (clear() + putAll())
-        sgm._table = table
-        sgm._data_version = _copy_version(wrapper.data_version)
-        sgm.persist()
+        sgm.replace_all(table, wrapper.data_version)
         log.info("slave synchronization: %d subscription groups from master %s", len(table), self.master_addr)
 
 
 def _same_version(a: DataVersion, b: DataVersion) -> bool:
     return a.timestamp == b.timestamp and a.counter == b.counter
-
-
-def _copy_version(v: DataVersion) -> DataVersion:
-    return DataVersion(timestamp=v.timestamp, counter=v.counter)
