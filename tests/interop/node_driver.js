@@ -2,7 +2,8 @@
 //
 //   node node_driver.js produce NAMESRV TOPIC GROUP COUNT TAGS
 //       Sends COUNT messages one after another (body "node-<i>-<tag>", keys "nkey-<i> nshared"),
-//       cycling through the comma-separated TAGS. Prints one JSON line per send result.
+//       cycling through the comma-separated TAGS, after warm-up sends to TOPIC + "Warmup". Prints one JSON
+//       line per send result.
 //   node node_driver.js consume NAMESRV TOPIC GROUP EXPRESSION COUNT SECONDS
 //       Prints {"started": true} once the push consumer runs, then {"message": ...} per delivery.
 //       After COUNT messages it waits two more seconds for unexpected extras, prints
@@ -21,6 +22,15 @@ function print(obj) {
 async function produce(namesrv, topic, group, count, tags) {
     const producer = new rocketmq.Producer(group, { nameServer: namesrv, logLevel: "info" });
     await producer.start();
+    // The C++ client under the binding can fail the very first send to a broker when the new TCP connection is
+    // not up yet (it retries within a millisecond), and the binding then reports an uninitialised result
+    // instead of the error. Open the connection with warm-up sends to another topic first.
+    for (let attempt = 0; ; attempt++) {
+        const warm = await producer.send(`${topic}Warmup`, "warm-up", {});
+        if (warm.statusStr === "OK") break;
+        if (attempt === 4) throw new Error(`warm-up send failed: ${JSON.stringify(warm)}`);
+        await new Promise((resolve) => setTimeout(resolve, 200));
+    }
     const tagList = tags.split(",");
     for (let i = 0; i < count; i++) {
         const tag = tagList[i % tagList.length];
