@@ -172,8 +172,10 @@ class PullAPI:
         return result
 
     async def _offset_call(self, mq: MessageQueue, code: int, ext: dict[str, str], *,
-                           ok: tuple[int, ...] = (ResponseCode.SUCCESS,)) -> RemotingCommand:
-        addr = await self.instance.find_broker_addr(mq, master=True)
+                           ok: tuple[int, ...] = (ResponseCode.SUCCESS,), master: bool = True) -> RemotingCommand:
+        """Queue offsets ask the master only (Java's findBrokerAddressInPublish); consumer offsets
+        (``master=False``) go to the master or, when it is gone, to a slave (findBrokerAddressInAdmin)."""
+        addr = await self.instance.find_broker_addr(mq, master=master)
         return await self.instance.call(addr, RemotingCommand.request(code, ext), ok=ok)
 
     async def max_offset(self, mq: MessageQueue) -> int:
@@ -195,7 +197,7 @@ class PullAPI:
         """The group's committed offset, or -1 when the broker has none (QUERY_NOT_FOUND)."""
         resp = await self._offset_call(mq, RequestCode.QUERY_CONSUMER_OFFSET, h.QueryConsumerOffsetRequestHeader(
             consumer_group=group, topic=mq.topic, queue_id=mq.queue_id).to_ext(),
-            ok=(ResponseCode.SUCCESS, ResponseCode.QUERY_NOT_FOUND))
+            ok=(ResponseCode.SUCCESS, ResponseCode.QUERY_NOT_FOUND), master=False)
         if resp.code != ResponseCode.SUCCESS:
             return -1
         return int(resp.ext_fields.get("offset", "-1"))
@@ -205,11 +207,11 @@ class PullAPI:
         ext = h.UpdateConsumerOffsetRequestHeader(consumer_group=group, topic=mq.topic, queue_id=mq.queue_id,
                                                   commit_offset=offset).to_ext()
         if oneway:
-            addr = await self.instance.find_broker_addr(mq, master=True)
+            addr = await self.instance.find_broker_addr(mq, master=False)
             await self.instance.remoting.invoke_oneway(
                 addr, RemotingCommand.request(RequestCode.UPDATE_CONSUMER_OFFSET, ext, oneway=True))
         else:
-            await self._offset_call(mq, RequestCode.UPDATE_CONSUMER_OFFSET, ext)
+            await self._offset_call(mq, RequestCode.UPDATE_CONSUMER_OFFSET, ext, master=False)
 
 
 class PullConsumer:

@@ -292,3 +292,41 @@ def test_client_pulls_from_the_suggested_broker(broker_factory, client, run, cli
             assert pc.api.pull_from[mq] == 1
 
     run(main(), timeout=30)
+
+
+def test_consumers_read_from_the_slave_when_the_master_is_gone(broker_factory, client, run, client_config):
+    """Failover for reads: the master stops (and leaves the route); a push consumer of a new group still gets
+    every message, from the slave, and its offsets are committed there."""
+    from mq.client.consumer import PushConsumer
+    from mq.client.hooks import ConsumeStatus
+    from mq.config import ConsumerConfig
+
+    master = start_master(broker_factory)
+    slave = start_slave(broker_factory)
+
+    async def main():
+        await send_many(client, master.address, "FailoverT", 40, size=200)
+        await caught_up(master, slave)
+        await wait_for(lambda: slave.topic_config.get("FailoverT") is not None, what="slave sync")
+        await master.stop()
+        got: list[bytes] = []
+
+        def listener(msgs, ctx):
+            got.extend(m.body[:6] for m in msgs)
+            return ConsumeStatus.CONSUME_SUCCESS
+
+        consumer = PushConsumer(ConsumerConfig(group="CG_FAILOVER", consume_from_where="FIRST"), listener,
+                                client_config(rebalance_interval=1.0, persist_consumer_offset_interval=0.5))
+        consumer.subscribe("FailoverT")
+        await consumer.start()
+        try:
+            await wait_for(lambda: len(got) >= 40, timeout=30, what="consumption from the slave")
+            await asyncio.sleep(1.5)  # an offset persist round
+        finally:
+            await consumer.shutdown()
+        return got
+
+    got = run(main(), timeout=60)
+    assert sorted(got) == [f"{i:06d}".encode() for i in range(40)]
+    committed = sum(max(slave.offsets.query("CG_FAILOVER", "FailoverT", q), 0) for q in range(4))
+    assert committed == 40
