@@ -587,6 +587,10 @@ class MessageStore:
     def topics(self) -> list[str]:
         return sorted(self.cq_table.queues)
 
+    def queue_ids(self, topic: str) -> list[int]:
+        """The queue ids of ``topic`` that have a consume queue, sorted."""
+        return sorted(self.cq_table.queues.get(topic) or ())
+
     # -- admin -------------------------------------------------------------------------------------------
     def delete_topics(self, topics: Iterable[str]) -> int:
         """Destroy the consume queues of ``topics`` (their records stay in the log until retention)."""

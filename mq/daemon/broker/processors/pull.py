@@ -49,7 +49,7 @@ from mq.common.tags import parse_subscription, tags_code
 from mq.daemon.broker.long_polling import HeldPull
 from mq.daemon.broker.property_filter import SQL92, commit_log_filter, retry_filter
 from mq.daemon.broker.topic_config import PERM_READ
-from mq.protocol.bodies import MessageModel
+from mq.protocol.bodies import MessageModel, TopicConfig
 from mq.protocol.codes import RequestCode, ResponseCode
 from mq.protocol.command import RemotingCommand
 from mq.protocol.headers import PullMessageRequestHeader, PullMessageResponseHeader
@@ -112,6 +112,8 @@ class PullProcessor:
             return cmd.response(RC.NO_PERMISSION, f"subscription group no permission, {group}")
         flag = h.sys_flag
         tc = c.topic_config.get(topic)
+        if tc is None and c.is_slave:
+            tc = self._replicated_topic(topic)
         if tc is None:
             return cmd.response(RC.TOPIC_NOT_EXIST, f"topic[{topic}] not exist, apply first please! "
                                 "https://rocketmq.apache.org/docs/bestPractice/06FAQ")
@@ -193,6 +195,19 @@ class PullProcessor:
         ext = PullMessageResponseHeader(suggest, r.next_begin_offset, r.min_offset, r.max_offset).to_ext()
         return RemotingCommand(code, opaque=cmd.opaque, flag=1, remark=st.name, ext_fields=ext, body=body,
                                serialize_type=cmd.serialize_type)
+
+    def _replicated_topic(self, topic: str) -> TopicConfig | None:
+        """A slave holds a topic's messages before its config arrives from the master (every
+        slaveSyncInterval), and with the master gone it never does. Rather than answer TOPIC_NOT_EXIST for
+        messages it has (RocketMQ's slave does), it takes the topic as its replicated consume queues show it."""
+        ids = self.c.store.queue_ids(topic)
+        if not ids:
+            return None
+        tc = TopicConfig(topic_name=topic, read_queue_nums=ids[-1] + 1, write_queue_nums=ids[-1] + 1)
+        self.c.topic_config.put(tc)
+        log.warning("slave: topic %s has not come from the master yet; serving its %d replicated queue(s)", topic,
+                    ids[-1] + 1)
+        return tc
 
     def _retry_filter(self, group: str) -> Callable[[bytes], bool]:
         """filterSupportRetry: a retry message is matched against the group's selector of its original topic."""
