@@ -31,6 +31,16 @@ class DaemonError(MQError):
     """A daemon could not start, stop or be found."""
 
 
+async def cancel_tasks(*tasks: "asyncio.Task | None") -> None:
+    """Cancel every task given (None and finished ones are skipped) and wait until each has ended."""
+    live = [t for t in tasks if t is not None and not t.done()]
+    for t in live:
+        t.cancel()
+    for t in live:
+        with contextlib.suppress(asyncio.CancelledError):
+            await t
+
+
 def mq_home() -> Path:
     """Where pid files, logs and the default store live: $MQ_HOME or ~/.mq."""
     return Path(os.environ.get("MQ_HOME") or Path.home() / ".mq")

@@ -35,7 +35,7 @@ from mq.daemon.broker.registration import Registrar
 from mq.daemon.broker.stats import BrokerStats
 from mq.daemon.broker.subscription_group import SubscriptionGroupManager
 from mq.daemon.broker.topic_config import TopicConfigManager
-from mq.daemon.runtime import DaemonError, describe_bind_error
+from mq.daemon.runtime import DaemonError, cancel_tasks, describe_bind_error
 from mq.errors import MQError
 from mq.protocol.codes import RequestCode, ResponseCode
 from mq.protocol.command import RemotingCommand
@@ -228,11 +228,7 @@ class BrokerController:
         await self.registrar.stop()
         await self.fast_failure.stop()
         await self._stop_delivery_services()  # DELIVERY helper: before the store shuts down
-        for t in self._tasks:
-            t.cancel()
-        for t in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await t
+        await cancel_tasks(*self._tasks)
         self._tasks = []
         if self.hold_service is not None:
             self.hold_service.drop_all()

@@ -12,10 +12,10 @@ arrives while the store's put lock has been held longer than ``osPageCacheBusyTi
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from typing import Any
+from mq.daemon.runtime import cancel_tasks
 
 log = logging.getLogger(__name__)
 
@@ -47,11 +47,8 @@ class FastFailure:
         self._task = asyncio.get_running_loop().create_task(self._loop())
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        await cancel_tasks(self._task)
+        self._task = None
 
     def scan_once(self) -> int:
         n = self.server.clean_expired_requests(SEND_GROUP, self.send_wait_s)

@@ -14,11 +14,11 @@ HA client and slave synchronization at them (unless ``haMasterAddress`` is confi
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import zlib
 from typing import TYPE_CHECKING
 
+from mq.daemon.runtime import cancel_tasks
 from mq.errors import MQError
 from mq.protocol.bodies import (RegisterBrokerBody, TopicConfig, TopicConfigSerializeWrapper)
 from mq.protocol.codes import RequestCode, ResponseCode
@@ -148,10 +148,6 @@ class Registrar:
                 log.exception("periodic registration failed")
 
     async def stop(self) -> None:
-        for t in (self._task, self._soon):
-            if t is not None and not t.done():
-                t.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await t
+        await cancel_tasks(self._task, self._soon)
         self._task = self._soon = None
         await self.client.close()

@@ -20,7 +20,6 @@ queue in order from ``offsetTable[level]``:
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from pathlib import Path
@@ -29,6 +28,7 @@ from typing import TYPE_CHECKING
 from mq.common import properties as P
 from mq.common import topic as T
 from mq.daemon.broker.requeue import STORED, load, put_async, rebuild, restore_real
+from mq.daemon.runtime import cancel_tasks
 from mq.store.config_files import DelayOffsetFile
 from mq.store.consume_queue import CQ_UNIT, FILLER_SIZE
 
@@ -77,11 +77,7 @@ class ScheduleMessageService:
         log.info("schedule service started: %d levels, offsets %s", self.max_level, self.offsets)
 
     async def stop(self) -> None:
-        for t in self._tasks:
-            t.cancel()
-        for t in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await t
+        await cancel_tasks(*self._tasks)
         if self._tasks:
             self.persist()
         self._tasks = []

@@ -46,6 +46,7 @@ from mq.common.properties import encode_properties
 from mq.common.record import encode_record
 from mq.daemon.broker.requeue import STORED, load, put_async, rebuild
 from mq.daemon.broker.schedule import is_master
+from mq.daemon.runtime import cancel_tasks
 from mq.protocol.codes import RequestCode
 from mq.protocol.command import RemotingCommand
 from mq.protocol.headers import CheckTransactionStateRequestHeader
@@ -95,11 +96,8 @@ class TransactionalMessageService:
         self._task = asyncio.get_running_loop().create_task(self._loop(), name="transaction-check")
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        await cancel_tasks(self._task)
+        self._task = None
 
     def check_soon(self) -> None:
         """Run a check pass now (admin/test hook)."""

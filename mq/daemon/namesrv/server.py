@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import logging
 import time
@@ -13,7 +12,7 @@ from mq.config import NamesrvConfig
 from mq.daemon.namesrv.kv_config import KVConfig
 from mq.daemon.namesrv.processors import NamesrvProcessors
 from mq.daemon.namesrv.route_table import RouteTable
-from mq.daemon.runtime import DaemonError, describe_bind_error, mq_home
+from mq.daemon.runtime import DaemonError, cancel_tasks, describe_bind_error, mq_home
 from mq.remoting import RemotingServer
 
 log = logging.getLogger(__name__)
@@ -51,11 +50,8 @@ class NamesrvServer:
         log.info("name server listening on %s", self.address)
 
     async def stop(self) -> None:
-        if self._scan_task is not None:
-            self._scan_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._scan_task
-            self._scan_task = None
+        await cancel_tasks(self._scan_task)
+        self._scan_task = None
         await self.server.stop()
         log.info("name server %s stopped", self.address)
 

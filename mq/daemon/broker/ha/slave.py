@@ -29,6 +29,7 @@ from typing import Any
 
 from mq.config import StoreConfig
 from mq.daemon.broker.ha.protocol import TransferDecoder, encode_offset_report
+from mq.daemon.runtime import cancel_tasks
 from mq.errors import MQError
 
 log = logging.getLogger(__name__)
@@ -76,11 +77,8 @@ class HAClient:
         self._task = asyncio.get_running_loop().create_task(self._run(), name="ha-client")
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        await cancel_tasks(self._task)
+        self._task = None
 
     @property
     def running(self) -> bool:

@@ -20,13 +20,13 @@ Each part fails alone: a refused or failed request is logged once and retried on
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mq.common.fastjson import loads
 from mq.daemon.broker.offsets import SEPARATOR
+from mq.daemon.runtime import cancel_tasks
 from mq.errors import MQError
 from mq.protocol.bodies import ConsumerOffsetSerializeWrapper, DataVersion, SubscriptionGroupWrapper, \
     TopicConfigSerializeWrapper
@@ -63,11 +63,8 @@ class SlaveSynchronize:
         self._task = asyncio.get_running_loop().create_task(self._loop(), name="slave-sync")
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        await cancel_tasks(self._task)
+        self._task = None
         await self.client.close()
 
     async def _loop(self) -> None:
