@@ -24,8 +24,9 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
+from mq.daemon.broker.acl import PlainAccessValidator
 from mq.daemon.broker.processors.admin import GROUP
 from mq.errors import ConfigError
 from mq.protocol import headers as h
@@ -48,53 +49,45 @@ class AclAdminProcessor:
     def __init__(self, controller: "BrokerController") -> None:
         self.c = controller
 
-    def update_account(self, conn: "Connection", cmd: RemotingCommand) -> RemotingCommand:
-        hd = h.CreateAccessConfigRequestHeader.from_ext(cmd.ext_fields)
-        failed = ResponseCode.UPDATE_AND_CREATE_ACL_CONFIG_FAILED
+    def _change(self, conn: "Connection", cmd: RemotingCommand, failed: int, what: str,
+                change: Callable[[PlainAccessValidator], str | None]) -> RemotingCommand:
+        """Run ``change`` on the ACL files; it returns None, or why nothing changed. ``what`` starts RocketMQ's
+        failure remark ("The accesskey[...] corresponding to accessConfig has been updated failed")."""
         if self.c.acl is None:
             return cmd.response(failed, NOT_ENABLED)
+        try:
+            reason = change(self.c.acl)
+        except (ConfigError, OSError) as exc:
+            reason = str(exc)
+        if reason is not None:
+            log.warning("%s (request from %s): %s", what, conn.remote_addr, reason)
+            return cmd.response(failed, f"{what}: {reason}")
+        log.info("ACL changed by %s: code %d", conn.remote_addr, cmd.code)
+        return cmd.response(ResponseCode.SUCCESS)
+
+    def update_account(self, conn: "Connection", cmd: RemotingCommand) -> RemotingCommand:
+        hd = h.CreateAccessConfigRequestHeader.from_ext(cmd.ext_fields)
         entry: dict[str, Any] = {"accessKey": hd.access_key, "secretKey": hd.secret_key,
                                  "whiteRemoteAddress": hd.white_remote_address or "", "admin": hd.admin,
                                  "defaultTopicPerm": hd.default_topic_perm or "DENY",
                                  "defaultGroupPerm": hd.default_group_perm or "DENY",
                                  "topicPerms": _split(hd.topic_perms), "groupPerms": _split(hd.group_perms)}
-        try:
-            self.c.acl.update_account(entry)
-        except (ConfigError, OSError) as exc:
-            log.warning("ACL account %s not updated (request from %s): %s", hd.access_key, conn.remote_addr, exc)
-            return cmd.response(failed, f"The accesskey[{hd.access_key}] corresponding to accessConfig has been "
-                                f"updated failed: {exc}")
-        log.info("ACL account %s created/updated by %s", hd.access_key, conn.remote_addr)
-        return cmd.response(ResponseCode.SUCCESS)
+        return self._change(conn, cmd, ResponseCode.UPDATE_AND_CREATE_ACL_CONFIG_FAILED,
+                            f"The accesskey[{hd.access_key}] corresponding to accessConfig has been updated failed",
+                            lambda acl: acl.update_account(entry))
 
     def delete_account(self, conn: "Connection", cmd: RemotingCommand) -> RemotingCommand:
         hd = h.DeleteAccessConfigRequestHeader.from_ext(cmd.ext_fields)
-        failed = ResponseCode.DELETE_ACL_CONFIG_FAILED
-        if self.c.acl is None:
-            return cmd.response(failed, NOT_ENABLED)
-        try:
-            found = self.c.acl.delete_account(hd.access_key)
-        except (ConfigError, OSError) as exc:
-            return cmd.response(failed, f"The accesskey[{hd.access_key}] corresponding to accessConfig has been "
-                                f"deleted failed: {exc}")
-        if not found:
-            return cmd.response(failed, f"The accesskey[{hd.access_key}] corresponding to accessConfig has been "
-                                "deleted failed: no such account")
-        log.info("ACL account %s deleted by %s", hd.access_key, conn.remote_addr)
-        return cmd.response(ResponseCode.SUCCESS)
+        return self._change(conn, cmd, ResponseCode.DELETE_ACL_CONFIG_FAILED,
+                            f"The accesskey[{hd.access_key}] corresponding to accessConfig has been deleted failed",
+                            lambda acl: None if acl.delete_account(hd.access_key) else "no such account")
 
     def update_global_white(self, conn: "Connection", cmd: RemotingCommand) -> RemotingCommand:
         hd = h.UpdateGlobalWhiteAddrsConfigRequestHeader.from_ext(cmd.ext_fields)
-        failed = ResponseCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG_FAILED
-        if self.c.acl is None:
-            return cmd.response(failed, NOT_ENABLED)
-        try:
-            self.c.acl.update_global_white(_split(hd.global_white_addrs), hd.acl_file_full_path)
-        except (ConfigError, OSError) as exc:
-            return cmd.response(failed, f"The globalWhiteAddresses[{hd.global_white_addrs}] has been updated "
-                                f"failed: {exc}")
-        log.info("ACL global white addresses set to %s by %s", hd.global_white_addrs, conn.remote_addr)
-        return cmd.response(ResponseCode.SUCCESS)
+        return self._change(conn, cmd, ResponseCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG_FAILED,
+                            f"The globalWhiteAddresses[{hd.global_white_addrs}] has been updated failed",
+                            lambda acl: acl.update_global_white(_split(hd.global_white_addrs),
+                                                                hd.acl_file_full_path))
 
     def versions(self, conn: "Connection", cmd: RemotingCommand) -> RemotingCommand:
         if self.c.acl is None:
