@@ -218,3 +218,28 @@ def test_go_message_trace_is_read_by_mq_trace(daemons, go_driver):
         ("GID_GO_PRODUCER", "GoTrace", "TagA", "gkey-0 gshared", "success")
     assert pub["offset_msg_id"] == sent["offsetMsgId"] and pub["store_host"] == daemons.broker.address
     assert trace["stored"]["queue_offset"] == sent["queueOffset"]
+
+
+def test_go_admin_api_creates_lists_and_deletes_a_topic(daemons, go_driver):
+    ns = daemons.namesrv.address
+    created, groups, deleted = run_driver(go_driver, "admin", ns, "GoAdmin", daemons.broker.address)
+    assert created == {"step": "created", "queueIds": [0, 1, 2, 3], "listed": True}
+    assert {"SELF_TEST_C_GROUP", "TOOLS_CONSUMER"} <= set(groups["groups"])
+    assert deleted == {"step": "deleted", "listed": False}
+    assert "GoAdmin" not in [t["topic"] for t in mq_cli(ns, "topicList")["topics"]]
+    assert daemons.broker.topic_config.get("GoAdmin") is None
+
+
+def test_go_pull_consumer_reads_each_queue_with_a_tag_filter(daemons, go_driver):
+    ns = daemons.namesrv.address
+    create_topic(ns, "GoPull", 2)
+    sent = produce(go_driver, ns, "GoPull", 10, "TagA,TagB")
+    out = run_driver(go_driver, "pull", ns, "GoPull", "GID_GO_PULL", "TagA", "2", "3")
+    pulls, received = [o["pull"] for o in out if "pull" in o], out[-1]["received"]
+    want = sorted((r["queueId"], r["queueOffset"], f"go-{r['i']}-TagA") for r in sent if r["tag"] == "TagA")
+    assert sorted((m["queueId"], m["queueOffset"], m["body"]) for m in received) == want
+    assert all(p["found"] <= 3 for p in pulls)
+    for q in (0, 1):  # every queue is read to its end: the last pull finds nothing new, or nothing that matches
+        last = [p for p in pulls if p["queueId"] == q][-1]
+        stored = daemons.broker.store.get_max_offset("GoPull", q)
+        assert (last["max"], last["next"]) == (stored, stored) and last["status"] in (1, 2)

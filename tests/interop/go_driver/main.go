@@ -9,6 +9,13 @@
 //	    Three half messages: the local transaction commits "tx-commit", rolls back "tx-rollback" and answers
 //	    UNKNOWN for "tx-check", which the broker's check then commits. Prints each send result, waits for
 //	    the check and prints {"checked": [...]}.
+//	go_driver admin NAMESRV TOPIC BROKER_ADDR
+//	    The admin API: creates TOPIC (4 read and 4 write queues) on BROKER_ADDR, then prints the publish
+//	    queues the name server gives for it, whether the topic list holds it and the subscription groups of
+//	    the broker ({"step": ...} lines), deletes it and prints whether the topic list still holds it.
+//	go_driver pull NAMESRV TOPIC GROUP EXPRESSION QUEUES MAX
+//	    A pull consumer reads queues 0..QUEUES-1 of TOPIC from offset 0 with PullFrom, MAX messages per pull,
+//	    until a pull finds nothing new; prints {"pull": ...} per pull and {"received": [...]}.
 //	go_driver consume NAMESRV TOPIC GROUP EXPRESSION COUNT SECONDS MODE
 //	    Prints {"started": true} once the push consumer runs, then {"message": ...} per delivery. MODE: tag,
 //	    sql (EXPRESSION is SQL92), retry (each message is answered ConsumeRetryLater on its first delivery),
@@ -30,6 +37,7 @@ import (
 	"time"
 
 	"github.com/apache/rocketmq-client-go/v2"
+	"github.com/apache/rocketmq-client-go/v2/admin"
 	"github.com/apache/rocketmq-client-go/v2/consumer"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/apache/rocketmq-client-go/v2/producer"
@@ -236,6 +244,107 @@ func transaction(ns, topic, group string) {
 	}
 }
 
+func topicListed(ctx context.Context, a admin.Admin, topic string) bool {
+	list, err := a.FetchAllTopicList(ctx)
+	if err != nil {
+		fail(3, "topic list: %v", err)
+	}
+	for _, t := range list.TopicList {
+		if t == topic {
+			return true
+		}
+	}
+	return false
+}
+
+func adminSteps(ns, topic, brokerAddr string) {
+	opts := []admin.AdminOption{admin.WithResolver(resolver(ns))}
+	if c, ok := credentials(); ok {
+		opts = append(opts, admin.WithCredentials(c))
+	}
+	a, err := admin.NewAdmin(opts...)
+	if err != nil {
+		fail(3, "new admin: %v", err)
+	}
+	ctx := context.Background()
+	err = a.CreateTopic(ctx, admin.WithTopicCreate(topic), admin.WithBrokerAddrCreate(brokerAddr),
+		admin.WithReadQueueNums(4), admin.WithWriteQueueNums(4))
+	if err != nil {
+		fail(3, "create topic: %v", err)
+	}
+	time.Sleep(500 * time.Millisecond) // the broker registers the new topic with the name server
+	queues, err := a.FetchPublishMessageQueues(ctx, topic)
+	if err != nil {
+		fail(3, "publish queues: %v", err)
+	}
+	ids := []int{}
+	for _, q := range queues {
+		ids = append(ids, q.QueueId)
+	}
+	emit(map[string]interface{}{"step": "created", "queueIds": ids, "listed": topicListed(ctx, a, topic)})
+	groups, err := a.GetAllSubscriptionGroup(ctx, brokerAddr, 3*time.Second)
+	if err != nil {
+		fail(3, "subscription groups: %v", err)
+	}
+	names := []string{}
+	for name := range groups.SubscriptionGroupTable {
+		names = append(names, name)
+	}
+	emit(map[string]interface{}{"step": "groups", "groups": names})
+	if err := a.DeleteTopic(ctx, admin.WithTopicDelete(topic), admin.WithBrokerAddrDelete(brokerAddr)); err != nil {
+		fail(3, "delete topic: %v", err)
+	}
+	emit(map[string]interface{}{"step": "deleted", "listed": topicListed(ctx, a, topic)})
+	if err := a.Close(); err != nil {
+		fail(3, "close admin: %v", err)
+	}
+}
+
+func pull(ns, topic, group, expression string, queues, max int) {
+	opts := []consumer.Option{consumer.WithNsResolver(resolver(ns)), consumer.WithGroupName(group)}
+	if c, ok := credentials(); ok {
+		opts = append(opts, consumer.WithCredentials(c))
+	}
+	c, err := rocketmq.NewPullConsumer(opts...)
+	if err != nil {
+		fail(4, "new pull consumer: %v", err)
+	}
+	if err := c.Subscribe(topic, consumer.MessageSelector{Type: consumer.TAG, Expression: expression}); err != nil {
+		fail(4, "subscribe: %v", err)
+	}
+	if err := c.Start(); err != nil {
+		fail(4, "start pull consumer: %v", err)
+	}
+	received := []map[string]interface{}{}
+	ctx := context.Background()
+	for q := 0; q < queues; q++ {
+		mq := &primitive.MessageQueue{Topic: topic, BrokerName: "broker-a", QueueId: q}
+		offset := int64(0)
+		for {
+			r, err := c.PullFrom(ctx, mq, offset, max)
+			if err != nil {
+				fail(4, "pull queue %d offset %d: %v", q, offset, err)
+			}
+			msgs := r.GetMessageExts()
+			emit(map[string]interface{}{"pull": map[string]interface{}{"queueId": q, "offset": offset,
+				"status": int(r.Status), "next": r.NextBeginOffset, "min": r.MinOffset, "max": r.MaxOffset,
+				"found": len(msgs)}})
+			for _, m := range msgs {
+				received = append(received, map[string]interface{}{"body": string(m.Body), "tags": m.GetTags(),
+					"queueId": m.Queue.QueueId, "queueOffset": m.QueueOffset, "msgId": m.MsgId})
+			}
+			if r.Status != primitive.PullFound || r.NextBeginOffset <= offset {
+				break
+			}
+			offset = r.NextBeginOffset
+		}
+	}
+	emit(map[string]interface{}{"received": received})
+	if err := c.Shutdown(); err != nil {
+		fail(3, "shutdown pull consumer: %v", err)
+	}
+}
+
 func consume(ns, topic, group, expression string, count int, seconds float64, mode string) {
 	opts := []consumer.Option{consumer.WithNsResolver(resolver(ns)), consumer.WithGroupName(group),
 		consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset)}
@@ -319,7 +428,7 @@ func main() {
 	rlog.SetLogLevel(level)
 	a := os.Args[1:]
 	if len(a) < 4 {
-		fail(64, "usage: go_driver produce|transaction|consume NAMESRV TOPIC GROUP ...")
+		fail(64, "usage: go_driver produce|transaction|admin|pull|consume NAMESRV TOPIC ...")
 	}
 	switch a[0] {
 	case "produce":
@@ -329,6 +438,13 @@ func main() {
 		produce(a[1], a[2], a[3], atoi(a[4]), strings.Split(a[5], ","), a[6])
 	case "transaction":
 		transaction(a[1], a[2], a[3])
+	case "admin":
+		adminSteps(a[1], a[2], a[3])
+	case "pull":
+		if len(a) != 7 {
+			fail(64, "usage: go_driver pull NAMESRV TOPIC GROUP EXPRESSION QUEUES MAX")
+		}
+		pull(a[1], a[2], a[3], a[4], atoi(a[5]), atoi(a[6]))
 	case "consume":
 		if len(a) != 8 {
 			fail(64, "usage: go_driver consume NAMESRV TOPIC GROUP EXPRESSION COUNT SECONDS MODE")
