@@ -243,3 +243,56 @@ def test_go_pull_consumer_reads_each_queue_with_a_tag_filter(daemons, go_driver)
         last = [p for p in pulls if p["queueId"] == q][-1]
         stored = daemons.broker.store.get_max_offset("GoPull", q)
         assert (last["max"], last["next"]) == (stored, stored) and last["status"] in (1, 2)
+
+
+def start_consumers(driver: Path, args: list[list[str]]) -> list[subprocess.Popen]:
+    """Start several driver consumers and wait until each runs."""
+    procs = []
+    for a in args:
+        p = subprocess.Popen([str(driver), "consume", *a], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env=driver_env(), stdin=subprocess.DEVNULL)
+        procs.append(p)
+        line = p.stdout.readline()
+        while line and not (line.startswith("{") and json.loads(line).get("started")):
+            line = p.stdout.readline()
+        if not line:
+            for q in procs:
+                q.kill()
+            raise AssertionError(f"a consumer exited before starting: {p.stderr.read()[-2000:]}")
+    return procs
+
+
+def received_by(procs: list[subprocess.Popen]) -> list[list[dict]]:
+    out = []
+    for p in procs:
+        try:
+            stdout, stderr = p.communicate(timeout=120)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.communicate()
+        results = [json.loads(ln)["received"] for ln in stdout.splitlines() if ln.startswith('{"received"')]
+        assert results, stderr[-2000:]
+        out.append(results[-1])
+    return out
+
+
+def test_three_go_consumers_split_the_queues_and_broadcasting_gets_everything(daemons, go_driver):
+    ns = daemons.namesrv.address
+    create_topic(ns, "GoGroup", 6)
+    # three members of one clustering group (each stops after 15 s) and two broadcasting consumers
+    procs = start_consumers(go_driver, [[ns, "GoGroup", "GID_GO_TRIO", "*", "1000", "15", "tag"] for _ in range(3)]
+                            + [[ns, "GoGroup", "GID_GO_BROADCAST", "*", "30", "60", "broadcast"] for _ in range(2)])
+    deadline = time.monotonic() + 20
+    while len(mq_cli(ns, "consumerConnection", "-g", "GID_GO_TRIO")["connectionSet"]) < 3:
+        assert time.monotonic() < deadline, "the three members never all joined"
+        time.sleep(0.3)
+    time.sleep(2.0)  # NOTIFY_CONSUMER_IDS_CHANGED reached every member and each rebalanced
+    produce(go_driver, ns, "GoGroup", 30, "TagA")
+    trio, broadcast = received_by(procs[:3]), received_by(procs[3:])
+    bodies = sorted(m["body"] for got in trio for m in got)
+    assert bodies == sorted(f"go-{i}-TagA" for i in range(30))  # each message once across the group
+    queues = [{m["queueId"] for m in got} for got in trio]
+    assert all(queues) and not (queues[0] & queues[1] or queues[0] & queues[2] or queues[1] & queues[2])
+    for got in broadcast:  # every broadcasting consumer gets every message
+        assert sorted(m["body"] for m in got) == sorted(f"go-{i}-TagA" for i in range(30))

@@ -19,8 +19,9 @@
 //	go_driver consume NAMESRV TOPIC GROUP EXPRESSION COUNT SECONDS MODE
 //	    Prints {"started": true} once the push consumer runs, then {"message": ...} per delivery. MODE: tag,
 //	    sql (EXPRESSION is SQL92), retry (each message is answered ConsumeRetryLater on its first delivery),
-//	    orderly (an orderly listener). After COUNT deliveries it waits two more seconds for extras, prints
-//	    {"received": [...]} and exits 0; after SECONDS without COUNT it prints the same and exits 2.
+//	    orderly (an orderly listener), broadcast (broadcasting model). After COUNT deliveries it waits two
+//	    more seconds for extras, prints {"received": [...]} and exits 0; after SECONDS without COUNT it
+//	    prints the same and exits 2.
 //
 // Credentials come from MQ_ACCESS_KEY / MQ_SECRET_KEY when set; MQ_GO_LOG_LEVEL sets the client's log level
 // (default warn).
@@ -353,6 +354,9 @@ func consume(ns, topic, group, expression string, count int, seconds float64, mo
 	}
 	if mode == "orderly" {
 		opts = append(opts, consumer.WithConsumerOrder(true))
+	}
+	if mode == "broadcast" {
+		opts = append(opts, consumer.WithConsumerModel(consumer.BroadCasting))
 	}
 	c, err := rocketmq.NewPushConsumer(opts...)
 	if err != nil {
