@@ -13,6 +13,10 @@ from pathlib import Path
 from typing import Callable
 
 
+class ClientUnavailable(Exception):
+    """What is missing on this machine to build or run a client (a tool, a download, a classpath)."""
+
+
 def cache_root() -> Path:
     return Path(os.environ.get("MQ_INTEROP_CACHE") or Path.home() / ".cache/mq/interop")
 

@@ -21,7 +21,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from tests.interop.build_cache import cached, run_tool
+from tests.interop.build_cache import ClientUnavailable, cached, run_tool
 
 CLIENT_MODULE = "github.com/apache/rocketmq-client-go/v2"
 CLIENT_VERSION = "v2.1.2"
@@ -34,7 +34,7 @@ require {CLIENT_MODULE} {CLIENT_VERSION}
 """
 
 
-class GoClientUnavailable(Exception):
+class GoClientUnavailable(ClientUnavailable):
     """What is missing to build the driver (the toolchain, the client's sources)."""
 
 

@@ -24,7 +24,7 @@ import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.interop.build_cache import cached, run_tool
+from tests.interop.build_cache import ClientUnavailable, cached, run_tool
 
 CLIENT = "apache-rocketmq@1.0.0-rc1"
 ALI_ONS = "ali-ons@3.12.0"
@@ -33,7 +33,7 @@ BUILD_TOOLS = ("nan@2.30.0", "node-gyp@12.4.0")
 STATIC_LIB = '"<(module_root_dir)/deps/lib/librocketmq.a"'
 
 
-class NodeClientUnavailable(Exception):
+class NodeClientUnavailable(ClientUnavailable):
     """What is missing to build the client (a tool, the registry, the C++ library)."""
 
 

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.interop import go_client
+from tests.interop import drivers
+from tests.interop.build_cache import ClientUnavailable
 from tests.interop.conftest import Daemons
 from tests.interop.node_client import NodeClientUnavailable, install_ali_ons
 
@@ -107,28 +108,25 @@ def test_ali_ons_signs_as_the_broker_expects(acl_daemons):
     assert stored(acl_daemons, "AclInterop") == 3 and stored(acl_daemons, "AclReadOnly") == 0
 
 
-def test_go_client_signs_as_the_broker_expects(acl_daemons):
+@pytest.mark.parametrize("name", ["go", "java"])
+def test_go_and_java_clients_sign_as_the_broker_expects(acl_daemons, name):
     try:
-        driver = go_client.build()
-    except go_client.GoClientUnavailable as exc:
-        pytest.skip(f"cannot build the Go client here: {exc}")
+        driver = drivers.build(name)
+    except ClientUnavailable as exc:
+        pytest.skip(f"cannot build the {name} client driver here: {exc}")
     ns = acl_daemons.namesrv.address
-    env = {k: v for k, v in os.environ.items() if k not in ("MQ_ACCESS_KEY", "MQ_SECRET_KEY")}
+    group = f"GID_ACL_{name.upper()}"
 
-    def go(creds: dict, *args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([str(driver), *args], capture_output=True, text=True, timeout=60,
-                              env={**env, **creds}, stdin=subprocess.DEVNULL)
-
-    ok = go(APP, "produce", ns, "AclInterop", "GID_ACL_GO", "3", "TagA", "sync")
-    assert ok.returncode == 0, ok.stderr[-2000:]
-    assert [json.loads(ln)["status"] for ln in ok.stdout.splitlines() if ln.startswith("{")] == [0] * 3
-    bad = go({**APP, "MQ_SECRET_KEY": "wrongsecret"}, "produce", ns, "AclInterop", "GID_ACL_GO", "1", "TagA", "sync")
+    ok = driver.lines("produce", ns, "AclInterop", group, "3", "TagA", "sync", creds=APP)
+    assert [r["status"] for r in ok] == ["SEND_OK"] * 3
+    bad = driver.run("produce", ns, "AclInterop", group, "1", "TagA", "sync",
+                     creds={**APP, "MQ_SECRET_KEY": "wrongsecret"})
     assert bad.returncode != 0 and "Check signature failed" in bad.stderr, bad.stderr[-2000:]
-    denied = go(APP, "produce", ns, "AclReadOnly", "GID_ACL_GO", "1", "TagA", "sync")
+    denied = driver.run("produce", ns, "AclReadOnly", group, "1", "TagA", "sync", creds=APP)
     assert denied.returncode != 0 and "AclReadOnly" in denied.stderr, denied.stderr[-2000:]
     assert stored(acl_daemons, "AclInterop") == 3 and stored(acl_daemons, "AclReadOnly") == 0
 
-    got = go(APP, "consume", ns, "AclInterop", "GID_ACL_GO", "*", "3", "40", "tag")
+    got = driver.run("consume", ns, "AclInterop", group, "*", "3", "40", "tag", creds=APP)
     assert got.returncode == 0, got.stderr[-2000:]
     received = json.loads([ln for ln in got.stdout.splitlines() if ln.startswith('{"received"')][-1])["received"]
-    assert sorted(m["body"] for m in received) == [f"go-{i}-TagA" for i in range(3)]
+    assert sorted(m["body"] for m in received) == [driver.body(i, "TagA") for i in range(3)]

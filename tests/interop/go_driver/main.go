@@ -71,8 +71,17 @@ func resolver(ns string) primitive.NsResolver {
 	return primitive.NewPassthroughResolver(strings.Split(ns, ";"))
 }
 
+// The Java client's names, so both drivers print the same.
+var sendStatusNames = map[primitive.SendStatus]string{primitive.SendOK: "SEND_OK",
+	primitive.SendFlushDiskTimeout: "FLUSH_DISK_TIMEOUT", primitive.SendFlushSlaveTimeout: "FLUSH_SLAVE_TIMEOUT",
+	primitive.SendSlaveNotAvailable: "SLAVE_NOT_AVAILABLE", primitive.SendUnknownError: "UNKNOWN_ERROR"}
+
+var transactionStateNames = map[primitive.LocalTransactionState]string{
+	primitive.CommitMessageState: "COMMIT_MESSAGE", primitive.RollbackMessageState: "ROLLBACK_MESSAGE",
+	primitive.UnknowState: "UNKNOW"}
+
 func resultJSON(i int, tag string, r *primitive.SendResult) map[string]interface{} {
-	out := map[string]interface{}{"i": i, "tag": tag, "status": int(r.Status), "msgId": r.MsgID,
+	out := map[string]interface{}{"i": i, "tag": tag, "status": sendStatusNames[r.Status], "msgId": r.MsgID,
 		"offsetMsgId": r.OffsetMsgID, "queueOffset": r.QueueOffset, "regionId": r.RegionID,
 		"traceOn": r.TraceOn, "transactionId": r.TransactionID}
 	if r.MessageQueue != nil {
@@ -223,7 +232,7 @@ func transaction(ns, topic, group string) {
 			fail(3, "transaction send %s: %v", body, err)
 		}
 		out := resultJSON(i, "TagTx", r.SendResult)
-		out["state"] = int(r.State)
+		out["state"] = transactionStateNames[r.State]
 		emit(out)
 	}
 	deadline := time.Now().Add(30 * time.Second)
