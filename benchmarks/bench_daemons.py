@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -38,7 +39,7 @@ def percentile(values: list[float], p: float) -> float:
 @contextmanager
 def daemons(*, broker: bool = True, broker_yaml: str = "") -> Iterator[tuple[str, dict[str, str]]]:
     """Start `mq namesrv start` (and `mq broker start`) on free ports with a temporary MQ_HOME and store; yield
-    (name server address, environment) and always stop them."""
+    (name server address, environment) and always stop them and remove the MQ_HOME."""
     home = tempfile.mkdtemp(prefix="mq-bench-")
     env = dict(os.environ, MQ_HOME=home)
     ns_port = free_port()
@@ -62,3 +63,4 @@ def daemons(*, broker: bool = True, broker_yaml: str = "") -> Iterator[tuple[str
         for p in reversed(procs):
             p.terminate()
             p.wait(timeout=30)
+        shutil.rmtree(home, ignore_errors=True)  # a broker's store reserves its 1 GiB segments up front

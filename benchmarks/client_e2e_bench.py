@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import shutil
 import tempfile
 import time
 
@@ -117,6 +118,7 @@ async def main(args) -> None:
     finally:
         await broker.stop()
         await ns.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":

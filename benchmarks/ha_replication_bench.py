@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -86,6 +87,8 @@ class Broker:
             self.proc.wait(10)
         except subprocess.TimeoutExpired:
             self.proc.kill()
+            self.proc.wait(10)
+        shutil.rmtree(self.store, ignore_errors=True)
 
 
 async def max_offset(client: RemotingClient, addr: str) -> int:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import shutil
 import socket
 import struct
 import subprocess
@@ -129,6 +130,7 @@ def main() -> None:
     finally:
         server.terminate()
         server.wait(timeout=20)
+        shutil.rmtree(home, ignore_errors=True)
 
 
 if __name__ == "__main__":
