@@ -18,12 +18,13 @@ slave does: min(physic, logics) then never claims more than is on disk, so crash
 from __future__ import annotations
 
 import concurrent.futures
+import dataclasses
 import logging
 import os
 import threading
 import time
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from mq.common import properties as P
 from mq.common import sysflag as SF
@@ -471,6 +472,12 @@ class MessageStore:
         st.replica_count += len(reqs)
         st.replica_bytes += len(data)
         return new_end
+
+    def update_config(self, **changes: Any) -> None:
+        """Change settings that the store reads on every use (retention, disk limits, transfer limits, put
+        timeouts) while it runs; others (sizes, paths, flush mode) need a restart."""
+        self.config = dataclasses.replace(self.config, **changes)
+        self.cleaner.config = self.config
 
     # -- get ---------------------------------------------------------------------------------------------
     def get_message(self, group: str, topic: str, queue_id: int, offset: int, max_count: int,

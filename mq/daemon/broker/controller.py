@@ -347,6 +347,11 @@ class BrokerController:
         for part in (self.topic_config, self.subscription_groups):
             part.config = self.config
 
+    def replace_store_config(self, **changes: Any) -> None:
+        """Apply runtime store config changes (UPDATE_BROKER_CONFIG with MessageStoreConfig keys)."""
+        self.store_config = dataclasses.replace(self.store_config, **changes)
+        self.store.update_config(**changes)
+
     # -- callbacks ---------------------------------------------------------------------------------------
     def _topics_changed(self, _tc: Any) -> None:
         if self._started:

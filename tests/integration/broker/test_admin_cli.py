@@ -175,6 +175,17 @@ def test_broker_status_cluster_list_and_groups(cluster, mq, client, run):
 
     assert mq("updateBrokerConfig", "-b", cluster.broker_addr, "-k", "defaultTopicQueueNums", "-v", "4").exit_code == 0
     assert mq_json(mq, "getBrokerConfig", "-b", cluster.broker_addr)["defaultTopicQueueNums"] == "4"
+    # a MessageStoreConfig key, as mqadmin updateBrokerConfig -k fileReservedTime sends it: the cleaner uses it
+    assert mq("updateBrokerConfig", "-b", cluster.broker_addr, "-k", "fileReservedTime", "-v", "48").exit_code == 0
+    config = mq_json(mq, "getBrokerConfig", "-b", cluster.broker_addr)
+    assert config["fileReservedTime"] == "48"
+    # every key mqadmin exportConfigs reads is there (features we lack are reported off)
+    assert {k: config[k] for k in ("brokerRole", "filterServerNums", "msgTraceTopicName", "useTLS")} == {
+        "brokerRole": "ASYNC_MASTER", "filterServerNums": "0", "msgTraceTopicName": "RMQ_SYS_TRACE_TOPIC",
+        "useTLS": "false"}
+    assert cluster.broker.store.cleaner.config.file_reserved_time == 48
+    refused = mq("updateBrokerConfig", "-b", cluster.broker_addr, "-k", "mappedFileSizeCommitLog", "-v", "1024")
+    assert refused.exit_code != 0 and "cannot be changed at run time" in str(refused.exception)
 
     offline = mq("consumerConnection", "-g", "CliG5")
     assert offline.exit_code == 1 and "not online" in str(offline.exception)

@@ -8,7 +8,8 @@ from click.testing import CliRunner
 
 from mq.cli.main import COMMANDS, cli
 from mq.config import BrokerConfig, StoreConfig
-from mq.daemon.broker.processors.admin import RUNTIME_UPDATABLE, coerce_updates, config_lines, parse_properties
+from mq.daemon.broker.processors.admin import (RUNTIME_UPDATABLE, STORE_RUNTIME_UPDATABLE, coerce_updates, config_lines,
+                                              parse_properties)
 
 # An address nothing listens on: if a command reached the network the test would fail with exit 1, not 2.
 NS = ["-n", "127.0.0.1:1"]
@@ -66,6 +67,15 @@ def test_coerce_updates_types_and_refusals():
         coerce_updates(cfg, {"defaultTopicQueueNums": "8.5"})
     fields = set(BrokerConfig.__dataclass_fields__)
     assert RUNTIME_UPDATABLE <= fields
+    assert STORE_RUNTIME_UPDATABLE <= set(StoreConfig.__dataclass_fields__)
+    # MessageStoreConfig keys come back apart, for the store
+    assert coerce_updates(cfg, {"fileReservedTime": "48", "regionId": "R2", "cleanFileForciblyEnable": "false"},
+                          StoreConfig()) == {"region_id": "R2", "store": {"file_reserved_time": 48,
+                                                                            "clean_file_forcibly_enable": False}}
+    with pytest.raises(ValueError, match="cannot be changed at run time"):
+        coerce_updates(cfg, {"flushDiskType": "SYNC_FLUSH"}, StoreConfig())
+    with pytest.raises(ValueError, match="unknown broker config key"):
+        coerce_updates(cfg, {"fileReservedTime": "48"})  # without the store config, store keys are unknown
 
 
 def test_config_lines_uses_rocketmq_names():

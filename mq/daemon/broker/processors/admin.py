@@ -51,6 +51,17 @@ RUNTIME_UPDATABLE = frozenset({
     "broker_fast_failure_enable", "trace_on", "region_id", "register_name_server_period",
     "channel_expired_timeout", "flush_consumer_offset_interval",
 })
+#: MessageStoreConfig keys UPDATE_BROKER_CONFIG may change: the ones the store reads on every use (retention and
+#: disk limits in the cleaner, pull transfer limits, put-path timeouts).
+STORE_RUNTIME_UPDATABLE = frozenset({
+    "file_reserved_time", "delete_when", "disk_max_used_space_ratio", "disk_space_warning_level_ratio",
+    "clean_file_forcibly_enable", "max_transfer_bytes_on_message_in_memory", "max_transfer_count_on_message_in_memory",
+    "max_transfer_bytes_on_message_in_disk", "max_transfer_count_on_message_in_disk", "max_msgs_num_batch",
+    "os_page_cache_busy_timeout_mills", "sync_flush_timeout",
+})
+#: Java broker keys of features this broker does not have, reported off: mqadmin exportConfigs reads them and
+#: fails when a key is missing.
+ABSENT_FEATURE_LINES = "filterServerNums=0\nuseTLS=false\n"
 RELAY_TIMEOUT = 10.0
 SUCCESS = ResponseCode.SUCCESS
 SYSTEM_ERROR = ResponseCode.SYSTEM_ERROR
@@ -88,31 +99,41 @@ def parse_properties(text: str) -> dict[str, str]:
     return out
 
 
-def coerce_updates(config: Any, props: dict[str, str]) -> dict[str, Any]:
-    """Map RocketMQ key names onto updatable ``config`` fields with their types; ValueError names the key."""
-    fields = {f.name: f for f in dataclasses.fields(config)}
-    by_camel = {camel(n): n for n in fields}
+def coerce_updates(config: Any, props: dict[str, str], store_config: Any = None) -> dict[str, Any]:
+    """Map RocketMQ key names onto updatable fields of ``config`` (BrokerConfig) with their types; ValueError names
+    the key. With ``store_config`` (StoreConfig), its updatable keys are accepted too, under a ``"store"`` entry
+    of the result holding their own dict: ``{"broker_permission": 4, "store": {"file_reserved_time": 48}}``."""
+    targets = [(config, RUNTIME_UPDATABLE)] + ([(store_config, STORE_RUNTIME_UPDATABLE)] if store_config else [])
     out: dict[str, Any] = {}
+    store_out: dict[str, Any] = {}
     for key, value in props.items():
-        name = by_camel.get(key) or (key if key in fields else None)
-        if name is None:
+        for cfg, updatable in targets:
+            fields = {f.name for f in dataclasses.fields(cfg)}
+            name = {camel(n): n for n in fields}.get(key) or (key if key in fields else None)
+            if name is not None:
+                break
+        else:
             raise ValueError(f"unknown broker config key {key!r}")
-        if name not in RUNTIME_UPDATABLE:
+        if name not in updatable:
+            keys = sorted(camel(n) for _, u in targets for n in u)
             raise ValueError(f"{key} cannot be changed at run time (restart the broker with it in its config); "
-                             f"run-time keys: {', '.join(sorted(camel(n) for n in RUNTIME_UPDATABLE))}")
-        current = getattr(config, name)
+                             f"run-time keys: {', '.join(keys)}")
+        current = getattr(cfg, name)
         try:
             if isinstance(current, bool):
                 low = value.lower()
                 if low not in ("true", "false"):
                     raise ValueError
-                out[name] = low == "true"
+                typed: Any = low == "true"
             elif isinstance(current, int):
-                out[name] = int(value)
+                typed = int(value)
             else:
-                out[name] = type(current)(value)
+                typed = type(current)(value)
         except ValueError:
             raise ValueError(f"{key}: bad value {value!r} (expected {type(current).__name__})") from None
+        (out if cfg is config else store_out)[name] = typed
+    if store_out:
+        out["store"] = store_out
     return out
 
 
@@ -384,19 +405,23 @@ class AdminProcessor:
         return cmd.response(SUCCESS, body=KVTable(table).to_json())
 
     def get_broker_config(self, conn: "RemotingConnection", cmd: RemotingCommand) -> RemotingCommand:
-        text = config_lines(self.c.config, self.store.config)
+        text = config_lines(self.c.config, self.store.config) + ABSENT_FEATURE_LINES
         ext = {"version": self.config_version.to_json().decode()}
         return cmd.response(SUCCESS, ext_fields=ext, body=text.encode())
 
     async def update_broker_config(self, conn: "RemotingConnection", cmd: RemotingCommand) -> RemotingCommand:
         try:
             props = parse_properties(bytes(cmd.body or b"").decode("utf-8"))
-            updates = coerce_updates(self.c.config, props)
+            updates = coerce_updates(self.c.config, props, self.store.config)
         except (UnicodeDecodeError, ValueError) as exc:
             return self._error(cmd, SYSTEM_ERROR, f"update broker config: {exc}")
         if not updates:
             return self._error(cmd, SYSTEM_ERROR, "update broker config: no key=value in the request body")
-        self.c.replace_config(**updates)
+        store_updates = updates.pop("store", None)
+        if store_updates:
+            self.c.replace_store_config(**store_updates)
+        if updates:
+            self.c.replace_config(**updates)
         self.config_version = DataVersion(int(time.time() * 1000), self.config_version.counter + 1)
         log.info("broker config updated by %s: %s", conn.remote_addr, updates)
         if "broker_permission" in updates:
@@ -434,4 +459,4 @@ def register(controller: "BrokerController") -> None:
         controller.server.register(code, handler, group=GROUP)
 
 
-__all__ = ["AdminProcessor", "RUNTIME_UPDATABLE", "coerce_updates", "config_lines", "parse_properties", "register"]
+__all__ = ["AdminProcessor", "RUNTIME_UPDATABLE", "STORE_RUNTIME_UPDATABLE", "coerce_updates", "config_lines", "parse_properties", "register"]
