@@ -3,8 +3,8 @@ our name server and broker.
 
 Each implements the remoting protocol itself (header encoding, message decoder, rebalance, offset store, trace
 dispatcher, transaction check handler), sharing no code with the C++ client or with each other. Both drivers
-take the same modes and print the same JSON (``drivers.py``), so every test here runs against both; the Go
-admin API and pull consumer have Go-only tests. ``go_client.py`` and ``java_client.py`` say what each build
+take the same modes and print the same JSON (``drivers.py``), so most tests here run against both; the Go
+admin API and pull consumer, and Java's request-reply and lite pull consumer, have tests of their own. ``go_client.py`` and ``java_client.py`` say what each build
 needs; without it the tests skip and say why. Every script runs in its own process under a timeout."""
 
 from __future__ import annotations
@@ -24,20 +24,26 @@ pytestmark = pytest.mark.interop
 ONE_SECOND_DELAYS = " ".join(["1s"] * 18)  # a sent-back message comes back after 1 s instead of 10 s
 
 
+def driver_or_skip(name: str) -> Driver:
+    try:
+        return build(name)
+    except ClientUnavailable as exc:
+        pytest.skip(f"cannot build the {name} client driver here: {exc}")
+
+
 @pytest.fixture(scope="module", params=["go", "java"])
 def driver(request) -> Driver:
-    try:
-        return build(request.param)
-    except ClientUnavailable as exc:
-        pytest.skip(f"cannot build the {request.param} client driver here: {exc}")
+    return driver_or_skip(request.param)
 
 
 @pytest.fixture(scope="module")
 def go_driver() -> Driver:
-    try:
-        return build("go")
-    except ClientUnavailable as exc:
-        pytest.skip(f"cannot build the go client driver here: {exc}")
+    return driver_or_skip("go")
+
+
+@pytest.fixture(scope="module")
+def java_driver() -> Driver:
+    return driver_or_skip("java")
 
 
 @pytest.fixture
@@ -228,6 +234,31 @@ def test_three_consumers_split_the_queues_and_broadcasting_gets_everything(daemo
     assert all(queues) and not (queues[0] & queues[1] or queues[0] & queues[2] or queues[1] & queues[2])
     for got in broadcast:  # every broadcasting consumer gets every message
         assert sorted(m["body"] for m in got) == everything
+
+
+def test_java_request_reply_round_trips(daemons, java_driver):
+    ns = daemons.namesrv.address
+    create_topic(ns, "JavaRequest", 2)
+    replies = java_driver.lines("request", ns, "JavaRequest", "GID_JAVA_REQUEST", "3")
+    # SEND_REPLY_MESSAGE pushed each reply to the requester's connection (PUSH_REPLY_MESSAGE_TO_CLIENT)
+    assert [r["reply"] for r in replies] == ["re:ping-0", "re:ping-1", "re:ping-2"]
+    stored = mq_cli(ns, "pull", "-t", "DefaultCluster_REPLY_TOPIC", "--from", "first", "--count", "10")
+    assert sorted(m["body"] for m in stored) == ["re:ping-0", "re:ping-1", "re:ping-2"]
+
+
+def test_java_lite_pull_consumer_subscribes_assigns_seeks_and_commits(daemons, java_driver):
+    ns = daemons.namesrv.address
+    create_topic(ns, "JavaLite", 2)
+    java_driver.produce(ns, "JavaLite", 6, "TagA,TagB")
+    (out,) = java_driver.lines("lite", ns, "JavaLite", "GID_JAVA_LITE", "TagA", "3")
+    assert sorted(out["subscribed"]) == [java_driver.body(i, "TagA") for i in (0, 2, 4)]
+    assert sorted(out["assigned"]) == sorted(java_driver.body(i, t) for i, t in
+                                             ((0, "TagA"), (1, "TagB"), (2, "TagA"), (3, "TagB"), (4, "TagA"),
+                                              (5, "TagB")))
+    ends = {q: daemons.broker.store.get_max_offset("JavaLite", q) for q in (0, 1)}
+    assert {int(q): o for q, o in out["committed"].items()} == ends  # commitSync reached the broker
+    progress = mq_cli(ns, "consumerProgress", "-g", "GID_JAVA_LITE_ASSIGN")["queues"]
+    assert {q["queueId"]: q["consumerOffset"] for q in progress if q["topic"] == "JavaLite"} == ends
 
 
 def test_go_admin_api_creates_lists_and_deletes_a_topic(daemons, go_driver):

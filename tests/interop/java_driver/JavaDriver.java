@@ -9,6 +9,14 @@
 //       Three half messages: the local transaction commits "tx-commit", rolls back "tx-rollback" and answers
 //       UNKNOW for "tx-check", which the broker's check then commits. Prints each send result, waits for the
 //       check and prints {"checked": [...]}.
+//   java JavaDriver request NAMESRV TOPIC GROUP COUNT
+//       Request-reply: a responder (push consumer of TOPIC answering each request with MessageUtil's reply
+//       "re:<body>") and a requester sending COUNT requests "ping-<i>" with DefaultMQProducer.request. Prints
+//       {"reply": ..., "ms": ...} per request.
+//   java JavaDriver lite NAMESRV TOPIC GROUP EXPRESSION COUNT
+//       DefaultLitePullConsumer: subscribe and poll until COUNT messages (auto-commit), then assign every queue,
+//       seek to 0, poll everything again and commitSync. Prints {"subscribed": [...], "assigned": [...],
+//       "committed": {queueId: offset}}.
 //   java JavaDriver consume NAMESRV TOPIC GROUP EXPRESSION COUNT SECONDS MODE
 //       Prints {"started": true} once the push consumer runs, then {"message": ...} per delivery. MODE: tag,
 //       sql (EXPRESSION is SQL92), retry (each message is answered RECONSUME_LATER on its first delivery),
@@ -21,6 +29,7 @@ import com.alibaba.fastjson.JSON;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Collection;
 import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -29,6 +38,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import org.apache.rocketmq.acl.common.AclClientRPCHook;
 import org.apache.rocketmq.acl.common.SessionCredentials;
+import org.apache.rocketmq.client.consumer.DefaultLitePullConsumer;
 import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
 import org.apache.rocketmq.client.consumer.MessageSelector;
 import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyStatus;
@@ -43,10 +53,12 @@ import org.apache.rocketmq.client.producer.SendResult;
 import org.apache.rocketmq.client.producer.TransactionListener;
 import org.apache.rocketmq.client.producer.TransactionMQProducer;
 import org.apache.rocketmq.client.producer.TransactionSendResult;
+import org.apache.rocketmq.client.utils.MessageUtil;
 import org.apache.rocketmq.common.consumer.ConsumeFromWhere;
 import org.apache.rocketmq.common.message.Message;
 import org.apache.rocketmq.common.message.MessageClientExt;
 import org.apache.rocketmq.common.message.MessageExt;
+import org.apache.rocketmq.common.message.MessageQueue;
 import org.apache.rocketmq.common.protocol.heartbeat.MessageModel;
 import org.apache.rocketmq.remoting.RPCHook;
 
@@ -180,6 +192,98 @@ public class JavaDriver {
         }
     }
 
+    static void request(String ns, String topic, String group, int count) throws Exception {
+        DefaultMQProducer replier = new DefaultMQProducer(group + "_REPLIER", hook());
+        replier.setNamesrvAddr(ns);
+        replier.setInstanceName("java-driver-replier-" + ProcessHandle.current().pid());
+        replier.start();
+        DefaultMQPushConsumer responder = new DefaultMQPushConsumer(group + "_RESPONDER", hook(),
+            new AllocateMessageQueueAveragely());
+        responder.setNamesrvAddr(ns);
+        responder.setInstanceName("java-driver-responder-" + ProcessHandle.current().pid());
+        responder.subscribe(topic, "*");
+        responder.registerMessageListener((MessageListenerConcurrently) (msgs, ctx) -> {
+            for (MessageExt m : msgs) {
+                try {
+                    String body = new String(m.getBody(), StandardCharsets.UTF_8);
+                    replier.send(MessageUtil.createReplyMessage(m, ("re:" + body).getBytes(StandardCharsets.UTF_8)));
+                } catch (Exception e) {
+                    e.printStackTrace();
+                    return ConsumeConcurrentlyStatus.RECONSUME_LATER;
+                }
+            }
+            return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
+        });
+        responder.start();
+        DefaultMQProducer requester = new DefaultMQProducer(group, hook());
+        requester.setNamesrvAddr(ns);
+        requester.setInstanceName("java-driver-requester-" + ProcessHandle.current().pid());
+        requester.start();
+        try {
+            for (int i = 0; i < count; i++) {
+                long t0 = System.currentTimeMillis();
+                Message reply = requester.request(new Message(topic, "TagReq", ("ping-" + i).getBytes(StandardCharsets.UTF_8)),
+                    15000);
+                Map<String, Object> out = new LinkedHashMap<>();
+                out.put("reply", new String(reply.getBody(), StandardCharsets.UTF_8));
+                out.put("ms", System.currentTimeMillis() - t0);
+                emit(out);
+            }
+        } finally {
+            requester.shutdown();
+            responder.shutdown();
+            replier.shutdown();
+        }
+    }
+
+    static void lite(String ns, String topic, String group, String expression, int count) throws Exception {
+        DefaultLitePullConsumer sub = new DefaultLitePullConsumer(group, hook());
+        sub.setNamesrvAddr(ns);
+        sub.setInstanceName("java-driver-lite-" + ProcessHandle.current().pid());
+        sub.subscribe(topic, expression);
+        sub.start();
+        List<String> subscribed = new ArrayList<>();
+        long deadline = System.currentTimeMillis() + 30_000;
+        while (subscribed.size() < count && System.currentTimeMillis() < deadline) {
+            for (MessageExt m : sub.poll(500)) {
+                subscribed.add(new String(m.getBody(), StandardCharsets.UTF_8));
+            }
+        }
+        sub.shutdown();
+        DefaultLitePullConsumer assigned = new DefaultLitePullConsumer(group + "_ASSIGN", hook());
+        assigned.setNamesrvAddr(ns);
+        assigned.setInstanceName("java-driver-assign-" + ProcessHandle.current().pid());
+        assigned.setAutoCommit(false);
+        assigned.start();
+        Collection<MessageQueue> queues = assigned.fetchMessageQueues(topic);
+        assigned.assign(queues);
+        for (MessageQueue mq : queues) {
+            assigned.seek(mq, 0);
+        }
+        List<String> all = new ArrayList<>();
+        long quiet = System.currentTimeMillis() + 3000;
+        while (System.currentTimeMillis() < quiet) {
+            List<MessageExt> got = assigned.poll(500);
+            for (MessageExt m : got) {
+                all.add(new String(m.getBody(), StandardCharsets.UTF_8));
+            }
+            if (!got.isEmpty()) {
+                quiet = System.currentTimeMillis() + 1500;
+            }
+        }
+        assigned.commitSync();
+        Map<String, Long> committed = new LinkedHashMap<>();
+        for (MessageQueue mq : queues) {
+            committed.put(String.valueOf(mq.getQueueId()), assigned.committed(mq));
+        }
+        assigned.shutdown();
+        Map<String, Object> out = new LinkedHashMap<>();
+        out.put("subscribed", subscribed);
+        out.put("assigned", all);
+        out.put("committed", committed);
+        emit(out);
+    }
+
     static Map<String, Object> record(MessageExt m) {
         Map<String, Object> rec = new LinkedHashMap<>();
         rec.put("msgId", m.getMsgId());
@@ -252,7 +356,7 @@ public class JavaDriver {
 
     public static void main(String[] a) throws Exception {
         if (a.length < 4) {
-            System.err.println("usage: JavaDriver produce|transaction|consume NAMESRV TOPIC GROUP ...");
+            System.err.println("usage: JavaDriver produce|transaction|request|lite|consume NAMESRV TOPIC GROUP ...");
             System.exit(64);
         }
         try {
@@ -262,6 +366,12 @@ public class JavaDriver {
                     break;
                 case "transaction":
                     transaction(a[1], a[2], a[3]);
+                    break;
+                case "request":
+                    request(a[1], a[2], a[3], Integer.parseInt(a[4]));
+                    break;
+                case "lite":
+                    lite(a[1], a[2], a[3], a[4], Integer.parseInt(a[5]));
                     break;
                 case "consume":
                     consume(a[1], a[2], a[3], a[4], Integer.parseInt(a[5]), Double.parseDouble(a[6]), a[7]);
