@@ -11,6 +11,10 @@ Unit *i* (queue offset *i*) lives at logical byte ``i * 20``; segments are named
     +--------+------+-----------------+------------------------------------------+
 
 A filler unit ``(0, 0x7FFFFFFF, 0)`` pads a queue whose first segment starts above offset 0.
+
+Segments are sparse files whose blocks are reserved ``CQ_RESERVE_STEP`` bytes at a time ahead of the writer
+(``MappedFile.reserve_to``), so a queue takes the disk its units need; a full disk fails a ``put`` with
+``OSError`` before anything is stored, which the dispatcher holds back and retries.
 """
 
 from __future__ import annotations
@@ -29,6 +33,8 @@ CQ_UNIT = struct.Struct(CQ_UNIT_FORMAT)
 CQ_UNIT_SIZE = 20
 FILLER_SIZE = 0x7FFFFFFF
 _FILLER = CQ_UNIT.pack(0, FILLER_SIZE, 0)
+#: blocks of a consume-queue segment are reserved this many bytes (3,276 units) at a time
+CQ_RESERVE_STEP = 64 * 1024
 
 
 class ConsumeQueue:
@@ -39,7 +45,7 @@ class ConsumeQueue:
         self.topic = topic
         self.queue_id = queue_id
         self.file_size = file_size
-        self.queue = MappedFileQueue(Path(root) / topic / str(queue_id), file_size)
+        self.queue = MappedFileQueue(Path(root) / topic / str(queue_id), file_size, reserve_step=CQ_RESERVE_STEP)
         #: End (offset + size) of the last unit's record; -1 when empty.
         self.max_physic_offset = -1
         #: Byte position of the first valid unit.
@@ -78,6 +84,8 @@ class ConsumeQueue:
                 log.warning("[BUG] consume queue %s-%d: logic offset %d but write position %d", self.topic,
                             self.queue_id, expected, cur)
         pos = mf.wrote_position
+        if pos + CQ_UNIT_SIZE > mf.reserved_to:
+            mf.reserve_to(pos + CQ_UNIT_SIZE)
         self._pack_into(mf.mm, pos, phy, size, tags_code)
         mf.wrote_position = pos + CQ_UNIT_SIZE
         self.max_physic_offset = phy + size
@@ -85,6 +93,8 @@ class ConsumeQueue:
 
     def _fill_before(self, mf, expected: int) -> None:
         end = expected - mf.start_offset
+        if end > mf.reserved_to:
+            mf.reserve_to(end)
         mm = mf.mm
         for pos in range(0, end, CQ_UNIT_SIZE):
             mm[pos:pos + CQ_UNIT_SIZE] = _FILLER

@@ -1,11 +1,15 @@
 """One preallocated, memory-mapped segment file (RocketMQ ``MappedFile``).
 
 A segment is named by the 20-digit decimal offset of its first byte in the logical stream and is exactly
-``file_size`` bytes on disk from creation, as RocketMQ requires. Its blocks are reserved up front
-(``posix_fallocate``): a write through a mapping into a hole that the file system cannot fill raises SIGBUS and
-kills the process, so a full disk must fail the creation of a segment (an ``OSError`` the callers turn into a
-status), never a later store into it. Files that a sparse writer left (RocketMQ's Java broker, older ``mq``) get
-their holes reserved when they are opened.
+``file_size`` bytes long from creation, as RocketMQ requires. A write through a mapping into a hole that the file
+system cannot fill raises SIGBUS and kills the process, so blocks are reserved (``posix_fallocate``) before any
+byte is stored into them, and a full disk fails with an ``OSError`` the callers turn into a status:
+
+- by default the whole segment at creation (the commit log: one segment at a time); files that a sparse writer
+  left (RocketMQ's Java broker, older ``mq``) get their holes reserved when they are opened;
+- with ``reserve_step`` (consume queues: one segment per topic queue, 5.7 MB each by default), the file is
+  created sparse and the writer reserves ``reserve_step`` bytes at a time ahead of itself (``reserve_to``), so a
+  topic with 1,024 queues takes the disk its units need instead of 5.8 GB at once.
 Writes go through a shared ``mmap``: once copied they are in the page cache and survive a process crash.
 ``flush`` calls ``os.fdatasync`` on the file descriptor; it releases the GIL and, on Linux, writes back
 pages dirtied through the mapping (``mmap.flush``/msync would hold the GIL: PERFORMANCE.md).
@@ -73,9 +77,9 @@ class MappedFile:
     """A fixed-size segment mapped read/write. Positions are relative to the segment start."""
 
     __slots__ = ("path", "file_size", "start_offset", "fd", "mm", "wrote_position", "flushed_position",
-                 "_closed", "last_store_timestamp", "zeroing_from", "warmed_to")
+                 "_closed", "last_store_timestamp", "zeroing_from", "warmed_to", "reserve_step", "reserved_to")
 
-    def __init__(self, path: Path, file_size: int, *, create: bool = False) -> None:
+    def __init__(self, path: Path, file_size: int, *, create: bool = False, reserve_step: int = 0) -> None:
         self.path = Path(path)
         self.file_size = file_size
         try:
@@ -93,11 +97,14 @@ class MappedFile:
         try:
             size = os.fstat(self.fd).st_size
             if create:
-                reserve_blocks(self.fd, file_size, self.path, new=True)
+                if reserve_step:
+                    os.ftruncate(self.fd, file_size)
+                else:
+                    reserve_blocks(self.fd, file_size, self.path, new=True)
                 os.rename(tmp, self.path)
             elif size != file_size:
                 raise StoreError(f"{self.path} is {size} bytes; every segment must be exactly {file_size}")
-            else:
+            elif not reserve_step:
                 reserve_blocks(self.fd, file_size, self.path, new=False)
             self.mm = mmap.mmap(self.fd, file_size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
         except BaseException:
@@ -113,6 +120,23 @@ class MappedFile:
         self.zeroing_from = NOT_ZEROING
         #: end of the zero-filled (page-cached) region ahead of the writer
         self.warmed_to = 0
+        #: reserve blocks this many bytes at a time ahead of the writer (0: the whole segment is reserved)
+        self.reserve_step = reserve_step
+        #: bytes ``[0, reserved_to)`` have their blocks; a writer calls ``reserve_to`` before storing beyond
+        self.reserved_to = 0 if reserve_step else file_size
+
+    def reserve_to(self, end: int) -> None:
+        """Reserve the blocks of bytes ``[reserved_to, end)``, rounded up to ``reserve_step``, before a store
+        into them; ``OSError(ENOSPC)`` when the disk is full (nothing is stored then)."""
+        new_end = min(self.file_size, -(-end // self.reserve_step) * self.reserve_step)
+        start = self.reserved_to
+        try:
+            os.posix_fallocate(self.fd, start, new_end - start)
+        except OSError as exc:
+            if exc.errno not in _NO_FALLOCATE:
+                raise
+            new_end = self.file_size  # the file system cannot reserve: stays sparse (as reserve_blocks warns)
+        self.reserved_to = new_end
 
     @property
     def end_offset(self) -> int:

@@ -17,9 +17,11 @@ log = logging.getLogger(__name__)
 
 
 class MappedFileQueue:
-    def __init__(self, directory: Path, file_size: int) -> None:
+    def __init__(self, directory: Path, file_size: int, *, reserve_step: int = 0) -> None:
         self.directory = Path(directory)
         self.file_size = file_size
+        #: ``MappedFile.reserve_step`` of every segment (0: segments are reserved whole)
+        self.reserve_step = reserve_step
         self.files: list[MappedFile] = []
         self.flushed_where = 0
         self._graveyard: list[MappedFile] = []
@@ -41,7 +43,7 @@ class MappedFileQueue:
                 continue
             names.append(entry.name)
         names.sort(key=int)
-        files = [MappedFile(self.directory / n, self.file_size) for n in names]
+        files = [MappedFile(self.directory / n, self.file_size, reserve_step=self.reserve_step) for n in names]
         for f in files:
             # Positions start at "full"; recovery moves the tail back.
             f.wrote_position = f.flushed_position = self.file_size
@@ -98,7 +100,7 @@ class MappedFileQueue:
         path = self.directory / offset_to_file_name(start_offset)
         if path.exists():  # a stale file from an earlier truncation
             path.unlink()
-        f = MappedFile(path, self.file_size, create=True)
+        f = MappedFile(path, self.file_size, create=True, reserve_step=self.reserve_step)
         self.files.append(f)
         return f
 

@@ -15,6 +15,7 @@ from .conftest import inner
 
 from mq.common.record import decode_record, decode_records
 from mq.store import mapped_file
+from mq.store.consume_queue import CQ_RESERVE_STEP
 from mq.store.status import GetMessageStatus as G
 from mq.store.status import PutMessageStatus as P
 
@@ -62,6 +63,39 @@ def test_a_new_segment_has_its_blocks_reserved(make_store):
     assert st.st_blocks * 512 >= f.file_size  # allocated, not a hole a full disk could leave unfillable
     cq = s.cq_table.find("T", 0).queue.files[-1]
     assert os.stat(cq.path).st_blocks * 512 >= cq.file_size
+
+
+def test_consume_queue_segments_reserve_blocks_as_they_fill(make_store, disk, tmp_path):
+    """A topic with many queues takes the disk its units need, not a whole segment per queue (Java's
+    BenchmarkTest has 1,024 queues: 5.8 GB of default-size segments), and stores only into reserved blocks."""
+    unit_step = CQ_RESERVE_STEP // 20
+    s = make_store(mapped_file_size_consume_queue=20 * 300_000)  # RocketMQ's default: 5.7 MB per segment
+    for q in range(16):
+        assert s.put_message(inner(topic="Many", queue_id=q)).status is P.PUT_OK
+    segments = [s.cq_table.find("Many", q).queue.files[-1] for q in range(16)]
+    for f in segments:
+        st = os.stat(f.path)
+        assert st.st_size == 20 * 300_000  # full length, as RocketMQ reads it
+        assert CQ_RESERVE_STEP <= st.st_blocks * 512 < 2 * CQ_RESERVE_STEP  # one step reserved, the rest a hole
+        assert f.reserved_to == CQ_RESERVE_STEP
+    for i in range(1, unit_step + 10):  # past the first step: the next one is reserved before the store
+        assert s.put_message(inner(topic="Many", queue_id=0, body=b"%d" % i)).status is P.PUT_OK
+    assert segments[0].reserved_to == 2 * CQ_RESERVE_STEP
+    assert os.stat(segments[0].path).st_blocks * 512 >= 2 * CQ_RESERVE_STEP
+
+    # a full disk fails the unit whose step cannot be reserved; it waits, and nothing is stored into a hole
+    in_two_steps = 2 * CQ_RESERVE_STEP // 20  # units that fit whole in the reserved bytes
+    for i in range(unit_step + 10, in_two_steps):
+        assert s.put_message(inner(topic="Many", queue_id=0, body=b"%d" % i)).status is P.PUT_OK
+    disk.full.add(str(tmp_path / "store" / "consumequeue"))
+    assert s.put_message(inner(topic="Many", queue_id=0, body=b"waits")).status is P.PUT_OK  # in the log
+    assert s.get_max_offset("Many", 0) == in_two_steps and s.dispatcher.error is not None
+    assert segments[0].reserved_to == 2 * CQ_RESERVE_STEP
+    assert s.put_message(inner(topic="Many", queue_id=1)).status is P.SERVICE_NOT_AVAILABLE
+    disk.full.clear()
+    assert s.dispatcher.retry() is True
+    assert s.get_max_offset("Many", 0) == in_two_steps + 1
+    assert _bodies(s, "Many", 0)[-1] == b"waits"
 
 
 def test_a_file_system_that_cannot_reserve_leaves_segments_sparse_with_a_warning(make_store, monkeypatch,
