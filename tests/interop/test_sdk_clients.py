@@ -206,6 +206,20 @@ def test_message_trace_is_read_by_mq_trace(daemons, driver):
     assert pub["offset_msg_id"] == sent["offsetMsgId"] and pub["store_host"] == daemons.broker.address
     assert trace["stored"]["queue_offset"] == sent["queueOffset"]
 
+    # a consumer with tracing on leaves SubBefore/SubAfter records, which mq trace decodes into its group
+    group = f"GID_{driver.name}_TRACE_CONSUMER"
+    assert [m["body"] for m in driver.consume_while([ns, "SdkTrace", group, "*", "1", "60", "trace"])] == \
+        [driver.body(0, "TagA")]
+    deadline = time.monotonic() + 15
+    while True:
+        trace = mq_cli(ns, "trace", "-i", sent["msgId"])
+        if trace["groups"] or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    (consumed,) = trace["groups"]
+    assert (consumed["group"], consumed["status"]) == (group, "consumed")
+    assert [(a["retry_times"], a["status"]) for a in consumed["attempts"]] == [(0, "success")]
+
 
 def test_three_consumers_split_the_queues_and_broadcasting_gets_everything(daemons, driver):
     ns = daemons.namesrv.address

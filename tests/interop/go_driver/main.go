@@ -19,9 +19,9 @@
 //	go_driver consume NAMESRV TOPIC GROUP EXPRESSION COUNT SECONDS MODE
 //	    Prints {"started": true} once the push consumer runs, then {"message": ...} per delivery. MODE: tag,
 //	    sql (EXPRESSION is SQL92), retry (each message is answered ConsumeRetryLater on its first delivery),
-//	    orderly (an orderly listener), broadcast (broadcasting model). After COUNT deliveries it waits two
-//	    more seconds for extras, prints {"received": [...]} and exits 0; after SECONDS without COUNT it
-//	    prints the same and exits 2.
+//	    orderly (an orderly listener), broadcast (broadcasting model), trace (the client's consume trace
+//	    on). After COUNT deliveries it waits two more seconds for extras, prints {"received": [...]} and
+//	    exits 0; after SECONDS without COUNT it prints the same and exits 2.
 //
 // Credentials come from MQ_ACCESS_KEY / MQ_SECRET_KEY when set; MQ_GO_LOG_LEVEL sets the client's log level
 // (default warn).
@@ -366,6 +366,13 @@ func consume(ns, topic, group, expression string, count int, seconds float64, mo
 	}
 	if mode == "broadcast" {
 		opts = append(opts, consumer.WithConsumerModel(consumer.BroadCasting))
+	}
+	if mode == "trace" {
+		tc := &primitive.TraceConfig{Access: primitive.Local, Resolver: resolver(ns)}
+		if c, ok := credentials(); ok {
+			tc.Credentials = c
+		}
+		opts = append(opts, consumer.WithTrace(tc))
 	}
 	c, err := rocketmq.NewPushConsumer(opts...)
 	if err != nil {

@@ -20,9 +20,9 @@
 //   java JavaDriver consume NAMESRV TOPIC GROUP EXPRESSION COUNT SECONDS MODE
 //       Prints {"started": true} once the push consumer runs, then {"message": ...} per delivery. MODE: tag,
 //       sql (EXPRESSION is SQL92), retry (each message is answered RECONSUME_LATER on its first delivery),
-//       orderly (an orderly listener), broadcast (broadcasting model). After COUNT deliveries it waits two
-//       more seconds for extras, prints {"received": [...]} and exits 0; after SECONDS without COUNT it
-//       prints the same and exits 2.
+//       orderly (an orderly listener), broadcast (broadcasting model), trace (the client's consume trace
+//       on). After COUNT deliveries it waits two more seconds for extras, prints {"received": [...]} and
+//       exits 0; after SECONDS without COUNT it prints the same and exits 2.
 //
 // Credentials come from MQ_ACCESS_KEY / MQ_SECRET_KEY when set.
 import com.alibaba.fastjson.JSON;
@@ -302,7 +302,8 @@ public class JavaDriver {
 
     static void consume(String ns, String topic, String group, String expression, int count, double seconds,
                         String mode) throws Exception {
-        DefaultMQPushConsumer c = new DefaultMQPushConsumer(group, hook(), new AllocateMessageQueueAveragely());
+        DefaultMQPushConsumer c = new DefaultMQPushConsumer(group, hook(), new AllocateMessageQueueAveragely(),
+            mode.equals("trace"), null);
         c.setNamesrvAddr(ns);
         c.setInstanceName("java-driver-" + ProcessHandle.current().pid());
         c.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
