@@ -206,13 +206,22 @@ def test_message_trace_is_read_by_mq_trace(daemons, driver):
     assert pub["offset_msg_id"] == sent["offsetMsgId"] and pub["store_host"] == daemons.broker.address
     assert trace["stored"]["queue_offset"] == sent["queueOffset"]
 
-    # a consumer with tracing on leaves SubBefore/SubAfter records, which mq trace decodes into its group
+    # a consumer with tracing on leaves SubBefore/SubAfter records, which mq trace decodes into its group. The
+    # message is sent once the consumer has run a while: the Java client registers its trace hook only after
+    # its consumer started, and messages consumed in that gap go untraced.
     group = f"GID_{driver.name}_TRACE_CONSUMER"
-    assert [m["body"] for m in driver.consume_while([ns, "SdkTrace", group, "*", "1", "60", "trace"])] == \
-        [driver.body(0, "TagA")]
+    create_topic(ns, "SdkTraceSub", 2)
+    later: list[dict] = []
+
+    def send_later() -> None:
+        time.sleep(3.0)
+        later.extend(driver.produce(ns, "SdkTraceSub", 1, "TagB"))
+
+    got = driver.consume_while([ns, "SdkTraceSub", group, "*", "1", "60", "trace"], send_later)
+    assert [m["body"] for m in got] == [driver.body(0, "TagB")]
     deadline = time.monotonic() + 15
     while True:
-        trace = mq_cli(ns, "trace", "-i", sent["msgId"])
+        trace = mq_cli(ns, "trace", "-i", later[0]["msgId"])
         if trace["groups"] or time.monotonic() > deadline:
             break
         time.sleep(0.5)
