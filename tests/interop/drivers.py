@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from tests.interop import go_client, java_client
+from tests.interop.helpers import consumer_result, start_consumer
 
 
 @dataclass(frozen=True)
@@ -48,29 +49,7 @@ class Driver:
 
     def start_consumer(self, args: list[str]) -> subprocess.Popen:
         """Start ``consume ARGS`` and return once it printed that it runs."""
-        p = subprocess.Popen([*self.argv, "consume", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             text=True, env=self.env(), stdin=subprocess.DEVNULL)
-        while True:
-            line = p.stdout.readline()
-            if not line:
-                p.kill()
-                raise AssertionError(f"the consumer exited before starting: {p.stderr.read()[-2000:]}")
-            if line.startswith("{") and json.loads(line).get("started"):
-                return p
-
-    @staticmethod
-    def received(p: subprocess.Popen, exit_code: int | None = 0) -> list[dict]:
-        """Wait for a consumer to finish; its ``received`` list. Checks its exit code unless None."""
-        try:
-            out, err = p.communicate(timeout=120)
-        finally:
-            if p.poll() is None:
-                p.kill()
-                p.communicate()
-        results = [json.loads(ln)["received"] for ln in out.splitlines() if ln.startswith('{"received"')]
-        assert results, f"the consumer printed no result (exit code {p.returncode}): {err[-2000:]}"
-        assert exit_code is None or p.returncode == exit_code, (results[-1], err[-2000:])
-        return results[-1]
+        return start_consumer([*self.argv, "consume", *args], self.env())
 
     def consume_while(self, args: list[str], during: Callable[[], None] | None = None,
                       exit_code: int = 0) -> list[dict]:
@@ -83,7 +62,7 @@ class Driver:
             p.kill()
             p.communicate()
             raise
-        return self.received(p, exit_code)
+        return consumer_result(p, exit_code)
 
 
 def build(name: str) -> Driver:

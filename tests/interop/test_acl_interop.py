@@ -14,6 +14,7 @@ import pytest
 from tests.interop import drivers
 from tests.interop.build_cache import ClientUnavailable
 from tests.interop.conftest import Daemons
+from tests.interop.helpers import mq_cli
 from tests.interop.node_client import NodeClientUnavailable, install_ali_ons
 
 pytestmark = pytest.mark.interop
@@ -41,18 +42,11 @@ def acl_daemons(tmp_path):
     d.start()
     try:
         for topic in ("AclInterop", "AclReadOnly"):
-            mq_cli(d.namesrv.address, {"MQ_ACCESS_KEY": "interopadmin", "MQ_SECRET_KEY": "adminsecret"},
-                   "updateTopic", "-t", topic, "-c", "DefaultCluster", "-r", "4", "-w", "4")
+            mq_cli(d.namesrv.address, "updateTopic", "-t", topic, "-c", "DefaultCluster", "-r", "4", "-w", "4",
+                   creds={"MQ_ACCESS_KEY": "interopadmin", "MQ_SECRET_KEY": "adminsecret"})
         yield d
     finally:
         d.stop()
-
-
-def mq_cli(ns: str, creds: dict, *args: str) -> dict:
-    proc = subprocess.run([sys.executable, "-m", "mq.cli.main", *args, "-n", ns, "--json"], capture_output=True,
-                          text=True, timeout=60, stdin=subprocess.DEVNULL, env={**os.environ, **creds})
-    assert proc.returncode == 0, proc.stderr
-    return json.loads(proc.stdout)
 
 
 def cpp(ns: str, creds: dict, *args: str, timeout: float = 60) -> subprocess.CompletedProcess:

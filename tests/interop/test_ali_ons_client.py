@@ -9,13 +9,13 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from tests.interop.conftest import Daemons
+from tests.interop.helpers import mq_cli
 from tests.interop.node_client import NodeClientUnavailable, install_ali_ons
 
 pytestmark = pytest.mark.interop
@@ -38,13 +38,6 @@ def daemons(tmp_path):
     d.start()
     yield d
     d.stop()
-
-
-def mq_cli(ns: str, *args: str) -> dict | list:
-    proc = subprocess.run([sys.executable, "-m", "mq.cli.main", *args, "-n", ns, "--json"], capture_output=True,
-                          text=True, timeout=60, stdin=subprocess.DEVNULL)
-    assert proc.returncode == 0, proc.stderr
-    return json.loads(proc.stdout)
 
 
 def produce(env: dict, ns: str, topic: str, count: int, tags: str, first: int = 0) -> list[dict]:

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
+from tests.interop.helpers import consumer_result, mq_cli, start_consumer
 from tests.interop.node_client import NodeClient, NodeClientUnavailable, build
 
 pytestmark = pytest.mark.interop
@@ -35,38 +35,10 @@ def produce(client: NodeClient, ns: str, topic: str, count: int, tags: str) -> l
     return [json.loads(ln) for ln in proc.stdout.splitlines() if ln.startswith("{")]
 
 
-def start_consumer(client: NodeClient, ns: str, topic: str, group: str, expression: str, count: int
-                   ) -> subprocess.Popen:
-    consumer = subprocess.Popen([str(client.node), DRIVER, "consume", ns, topic, group, expression, str(count), "40"],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=client.env(),
-                                stdin=subprocess.DEVNULL)
-    while True:
-        line = consumer.stdout.readline()
-        if not line:
-            consumer.kill()
-            raise AssertionError(f"the consumer exited before starting: {consumer.stderr.read()[-2000:]}")
-        if line.startswith("{") and json.loads(line).get("started"):
-            return consumer
-
-
-def finish(consumer: subprocess.Popen) -> list[dict]:
-    try:
-        out, err = consumer.communicate(timeout=60)
-    finally:
-        if consumer.poll() is None:
-            consumer.kill()
-            consumer.communicate()
-    results = [json.loads(ln)["received"] for ln in out.splitlines() if ln.startswith('{"received"')]
-    assert results, f"the consumer printed no result (exit code {consumer.returncode}): {err[-2000:]}"
-    assert consumer.returncode == 0, (results[-1], err[-2000:])
-    return results[-1]
-
-
-def mq_cli(ns: str, *args: str) -> dict:
-    proc = subprocess.run([sys.executable, "-m", "mq.cli.main", *args, "-n", ns, "--json"], capture_output=True,
-                          text=True, timeout=60, stdin=subprocess.DEVNULL)
-    assert proc.returncode == 0, proc.stderr
-    return json.loads(proc.stdout)
+def start_node_consumer(client: NodeClient, ns: str, topic: str, group: str, expression: str, count: int
+                        ) -> subprocess.Popen:
+    return start_consumer([str(client.node), DRIVER, "consume", ns, topic, group, expression, str(count), "40"],
+                          client.env())
 
 
 def test_node_producer_sends_tagged_keyed_messages_we_can_find(daemons, node_client):
@@ -91,12 +63,12 @@ def test_node_producer_sends_tagged_keyed_messages_we_can_find(daemons, node_cli
 def test_node_push_consumer_gets_exactly_its_tags_old_and_new(daemons, node_client):
     ns = daemons.namesrv.address
     produce(node_client, ns, "NodePush", 6, "TagA,TagB,TagC")  # before the group exists
-    consumer = start_consumer(node_client, ns, "NodePush", "GID_NODE_PUSH", "TagA || TagC", 9)
+    consumer = start_node_consumer(node_client, ns, "NodePush", "GID_NODE_PUSH", "TagA || TagC", 9)
     time.sleep(1.0)
     produce(node_client, ns, "NodePush", 6, "TagA,TagB,TagC")  # while it runs
     sent = mq_cli(ns, "send", "-t", "NodePush", "--tag", "TagC", "--keys", "from-mq", "--body", "from mq send")
     assert sent["status"] == "SEND_OK"
-    got = finish(consumer)
+    got = consumer_result(consumer, timeout=60)
 
     # the same six bodies were sent twice: each TagA and TagC one arrives twice, TagB never
     assert sorted(m["body"] for m in got) == sorted(["node-0-TagA", "node-2-TagC", "node-3-TagA", "node-5-TagC"] * 2

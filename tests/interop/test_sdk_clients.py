@@ -9,9 +9,6 @@ needs; without it the tests skip and say why. Every script runs in its own proce
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 import time
 
 import pytest
@@ -19,6 +16,7 @@ import pytest
 from tests.interop.build_cache import ClientUnavailable
 from tests.interop.conftest import Daemons
 from tests.interop.drivers import Driver, build
+from tests.interop.helpers import consumer_result, mq_cli
 
 pytestmark = pytest.mark.interop
 ONE_SECOND_DELAYS = " ".join(["1s"] * 18)  # a sent-back message comes back after 1 s instead of 10 s
@@ -54,13 +52,6 @@ def daemons(tmp_path):
     d.start()
     yield d
     d.stop()
-
-
-def mq_cli(ns: str, *args: str) -> dict | list:
-    proc = subprocess.run([sys.executable, "-m", "mq.cli.main", *args, "-n", ns, "--json"], capture_output=True,
-                          text=True, timeout=60, stdin=subprocess.DEVNULL)
-    assert proc.returncode == 0, proc.stderr
-    return json.loads(proc.stdout)
 
 
 def create_topic(ns: str, topic: str, queues: int) -> None:
@@ -249,8 +240,8 @@ def test_three_consumers_split_the_queues_and_broadcasting_gets_everything(daemo
         for p in procs:
             p.kill()
         raise
-    members = [Driver.received(p, exit_code=None) for p in procs[:3]]
-    broadcast = [Driver.received(p) for p in procs[3:]]
+    members = [consumer_result(p, exit_code=None) for p in procs[:3]]
+    broadcast = [consumer_result(p) for p in procs[3:]]
     everything = sorted(driver.body(i, "TagA") for i in range(30))
     assert sorted(m["body"] for got in members for m in got) == everything  # each message once in the group
     queues = [{m["queueId"] for m in got} for got in members]

@@ -67,6 +67,15 @@ func credentials() (primitive.Credentials, bool) {
 	return primitive.Credentials{AccessKey: ak, SecretKey: sk}, ak != ""
 }
 
+// traceConfig: the client's message trace to RMQ_SYS_TRACE_TOPIC, signed like the client.
+func traceConfig(ns string) *primitive.TraceConfig {
+	tc := &primitive.TraceConfig{Access: primitive.Local, Resolver: resolver(ns)}
+	if c, ok := credentials(); ok {
+		tc.Credentials = c
+	}
+	return tc
+}
+
 func resolver(ns string) primitive.NsResolver {
 	return primitive.NewPassthroughResolver(strings.Split(ns, ";"))
 }
@@ -108,11 +117,7 @@ func produce(ns, topic, group string, count int, tags []string, mode string) {
 		opts = append(opts, producer.WithQueueSelector(producer.NewHashQueueSelector()))
 	}
 	if mode == "trace" {
-		tc := &primitive.TraceConfig{Access: primitive.Local, Resolver: resolver(ns)}
-		if c, ok := credentials(); ok {
-			tc.Credentials = c
-		}
-		opts = append(opts, producer.WithTrace(tc))
+		opts = append(opts, producer.WithTrace(traceConfig(ns)))
 	}
 	p, err := rocketmq.NewProducer(opts...)
 	if err != nil {
@@ -368,11 +373,7 @@ func consume(ns, topic, group, expression string, count int, seconds float64, mo
 		opts = append(opts, consumer.WithConsumerModel(consumer.BroadCasting))
 	}
 	if mode == "trace" {
-		tc := &primitive.TraceConfig{Access: primitive.Local, Resolver: resolver(ns)}
-		if c, ok := credentials(); ok {
-			tc.Credentials = c
-		}
-		opts = append(opts, consumer.WithTrace(tc))
+		opts = append(opts, consumer.WithTrace(traceConfig(ns)))
 	}
 	c, err := rocketmq.NewPushConsumer(opts...)
 	if err != nil {

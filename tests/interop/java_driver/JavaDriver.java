@@ -317,14 +317,17 @@ public class JavaDriver {
         }
         List<Map<String, Object>> received = Collections.synchronizedList(new ArrayList<>());
         CountDownLatch all = new CountDownLatch(count);
+        java.util.function.Consumer<List<MessageExt>> deliver = msgs -> {
+            for (MessageExt m : msgs) {
+                Map<String, Object> rec = record(m);
+                emit(Collections.singletonMap("message", rec));
+                received.add(rec);
+                all.countDown();
+            }
+        };
         if (mode.equals("orderly")) {
             c.registerMessageListener((MessageListenerOrderly) (msgs, ctx) -> {
-                for (MessageExt m : msgs) {
-                    Map<String, Object> rec = record(m);
-                    emit(Collections.singletonMap("message", rec));
-                    received.add(rec);
-                    all.countDown();
-                }
+                deliver.accept(msgs);
                 return ConsumeOrderlyStatus.SUCCESS;
             });
         } else {
@@ -335,12 +338,7 @@ public class JavaDriver {
                         return ConsumeConcurrentlyStatus.RECONSUME_LATER;
                     }
                 }
-                for (MessageExt m : msgs) {
-                    Map<String, Object> rec = record(m);
-                    emit(Collections.singletonMap("message", rec));
-                    received.add(rec);
-                    all.countDown();
-                }
+                deliver.accept(msgs);
                 return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
             });
         }

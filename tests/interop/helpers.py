@@ -1,0 +1,44 @@
+"""What the interop tests share: our own CLI as the reference reader, and the end of a driver's consumer."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+
+def mq_cli(ns: str, *args: str, creds: dict[str, str] | None = None) -> dict | list:
+    """``mq ARGS -n NS --json`` (signed with ``creds`` when given); its parsed output. Fails unless it exited 0."""
+    proc = subprocess.run([sys.executable, "-m", "mq.cli.main", *args, "-n", ns, "--json"], capture_output=True,
+                          text=True, timeout=60, stdin=subprocess.DEVNULL, env={**os.environ, **(creds or {})})
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def start_consumer(argv: list[str], env: dict[str, str]) -> subprocess.Popen:
+    """Start a driver's consumer and return once it printed ``{"started": true}``."""
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                         stdin=subprocess.DEVNULL)
+    while True:
+        line = p.stdout.readline()
+        if not line:
+            p.kill()
+            raise AssertionError(f"the consumer exited before starting: {p.stderr.read()[-2000:]}")
+        if line.startswith("{") and json.loads(line).get("started"):
+            return p
+
+
+def consumer_result(p: subprocess.Popen, exit_code: int | None = 0, timeout: float = 120) -> list[dict]:
+    """Wait for a driver's consumer to finish; the list of its last ``{"received": [...]}`` line. Checks its
+    exit code unless ``exit_code`` is None."""
+    try:
+        out, err = p.communicate(timeout=timeout)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.communicate()
+    results = [json.loads(ln)["received"] for ln in out.splitlines() if ln.startswith('{"received"')]
+    assert results, f"the consumer printed no result (exit code {p.returncode}): {err[-2000:]}"
+    assert exit_code is None or p.returncode == exit_code, (results[-1], err[-2000:])
+    return results[-1]
