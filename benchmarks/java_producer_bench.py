@@ -87,8 +87,8 @@ def main() -> None:
     rate = sent / (10 * len(windows))
     rt = sum(r for _, r, _ in windows) / len(windows)
     print(f"{a.flush}: RocketMQ benchmark Producer, {a.threads} threads, {a.size} B: {rate:,.0f} sends/s "
-          f"(steady, {len(windows)} x 10 s), average RT {rt:.2f} ms, send failures {windows[-1][2]} in all; broker CPU {(c1 - c0) / max(sent, 1) * 1e6:.1f} us/msg, "
-          f"{(c1 - c0) / (t1 - t0):.2f} cores", flush=True)
+          f"(steady, {len(windows)} x 10 s), average RT {rt:.2f} ms, send failures {windows[-1][2]} in all; "
+          f"broker CPU {(c1 - c0) / max(sent, 1) * 1e6:.1f} us/msg, {(c1 - c0) / (t1 - t0):.2f} cores", flush=True)
 
 
 if __name__ == "__main__":

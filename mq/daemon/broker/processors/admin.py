@@ -104,12 +104,13 @@ def coerce_updates(config: Any, props: dict[str, str], store_config: Any = None)
     the key. With ``store_config`` (StoreConfig), its updatable keys are accepted too, under a ``"store"`` entry
     of the result holding their own dict: ``{"broker_permission": 4, "store": {"file_reserved_time": 48}}``."""
     targets = [(config, RUNTIME_UPDATABLE)] + ([(store_config, STORE_RUNTIME_UPDATABLE)] if store_config else [])
+    names = [{alias: f.name for f in dataclasses.fields(cfg) for alias in (f.name, camel(f.name))}
+             for cfg, _ in targets]
     out: dict[str, Any] = {}
     store_out: dict[str, Any] = {}
     for key, value in props.items():
-        for cfg, updatable in targets:
-            fields = {f.name for f in dataclasses.fields(cfg)}
-            name = {camel(n): n for n in fields}.get(key) or (key if key in fields else None)
+        for (cfg, updatable), by_key in zip(targets, names):
+            name = by_key.get(key)
             if name is not None:
                 break
         else:
@@ -417,13 +418,13 @@ class AdminProcessor:
             return self._error(cmd, SYSTEM_ERROR, f"update broker config: {exc}")
         if not updates:
             return self._error(cmd, SYSTEM_ERROR, "update broker config: no key=value in the request body")
+        log.info("broker config updated by %s: %s", conn.remote_addr, updates)
         store_updates = updates.pop("store", None)
         if store_updates:
             self.c.replace_store_config(**store_updates)
         if updates:
             self.c.replace_config(**updates)
         self.config_version = DataVersion(int(time.time() * 1000), self.config_version.counter + 1)
-        log.info("broker config updated by %s: %s", conn.remote_addr, updates)
         if "broker_permission" in updates:
             await self.c.register_all(force=True)
         return cmd.response(SUCCESS)
@@ -459,4 +460,5 @@ def register(controller: "BrokerController") -> None:
         controller.server.register(code, handler, group=GROUP)
 
 
-__all__ = ["AdminProcessor", "RUNTIME_UPDATABLE", "STORE_RUNTIME_UPDATABLE", "coerce_updates", "config_lines", "parse_properties", "register"]
+__all__ = ["AdminProcessor", "RUNTIME_UPDATABLE", "STORE_RUNTIME_UPDATABLE", "coerce_updates", "config_lines",
+           "parse_properties", "register"]
