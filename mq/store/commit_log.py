@@ -43,6 +43,9 @@ _TAIL_V4 = struct.Struct(">iqi")  # RECONSUMETIMES, PREPAREDTRANSACTIONOFFSET, B
 _NOT, _COMMIT = SF.TRANSACTION_NOT_TYPE, SF.TRANSACTION_COMMIT_TYPE
 _PREPARED, _ROLLBACK = SF.TRANSACTION_PREPARED_TYPE, SF.TRANSACTION_ROLLBACK_TYPE
 _STORE_TS_POS_V4 = 56
+#: blocks of a commit-log segment are reserved this many bytes at a time ahead of the writer (1.2-1.8 ms per
+#: GiB on this machine's ext4: about 0.1 ms per step), so a fresh 1 GiB segment takes the disk its records need
+CL_RESERVE_STEP = 64 * 1024 * 1024
 _new = tuple.__new__  # builds a NamedTuple without its Python-level __new__ (hot path)
 
 
@@ -87,7 +90,7 @@ class Prepared(NamedTuple):
 class CommitLog:
     def __init__(self, directory: Path, file_size: int, store_host: tuple[str, int], *,
                  max_message_size: int = 4 * 1024 * 1024, delay_levels_ms: list[int] | None = None) -> None:
-        self.queue = MappedFileQueue(Path(directory), file_size)
+        self.queue = MappedFileQueue(Path(directory), file_size, reserve_step=CL_RESERVE_STEP)
         self.file_size = file_size
         self.store_host = pack_host(*store_host)
         self.max_message_size = max_message_size
@@ -208,6 +211,8 @@ class CommitLog:
             if mf.__class__ is PutMessageStatus:
                 return mf
         pos = mf.wrote_position
+        if pos + need > mf.reserved_to and not self._reserve(mf, pos + need):
+            return PutMessageStatus.CREATE_MAPPED_FILE_FAILED
         if pos + need > mf.zeroing_from:  # the warm-ahead thread is zeroing where this batch goes
             self.warm.wait_until_clear(mf, pos + need)  # type: ignore[union-attr]
         mm = mf.mm
@@ -258,6 +263,8 @@ class CommitLog:
         q = self.queue
         if mf is not None and mf.wrote_position < mf.file_size:
             pos = mf.wrote_position
+            if pos + 8 > mf.reserved_to and not self._reserve(mf, pos + 8):
+                return PutMessageStatus.CREATE_MAPPED_FILE_FAILED
             if pos + 8 > mf.zeroing_from:
                 self.warm.wait_until_clear(mf, pos + 8)  # type: ignore[union-attr]
             BLANK.pack_into(mf.mm, pos, mf.file_size - pos, BLANK_MAGIC_CODE)
@@ -271,6 +278,17 @@ class CommitLog:
         if need + 8 > mf.file_size - mf.wrote_position:  # pragma: no cover - a fresh segment always fits
             return PutMessageStatus.MESSAGE_ILLEGAL
         return mf
+
+    def _reserve(self, mf, end: int) -> bool:
+        """Reserve the segment's blocks up to ``end`` before a store; False (and ``create_error``) when the disk
+        has no room, so nothing is stored into a hole that could fault."""
+        try:
+            mf.reserve_to(end)
+        except OSError as exc:
+            self.create_error = f"no room in the commit log segment {mf.path.name}: {exc.strerror or exc}"
+            log.error("%s", self.create_error)
+            return False
+        return True
 
     def msg_id(self, phy: int) -> str:
         return (self.store_host + _I64.pack(phy)).hex().upper()
@@ -347,6 +365,8 @@ class CommitLog:
         end = rel + len(data)
         if rel != mf.wrote_position or end > mf.file_size:  # pragma: no cover - the store checked both
             raise ValueError(f"replica write at {phy} does not continue segment {mf.path.name}")
+        if end > mf.reserved_to:
+            mf.reserve_to(end)  # OSError: no room, nothing written
         if end > mf.zeroing_from:  # the warm-ahead thread is zeroing where this goes
             self.warm.wait_until_clear(mf, end)  # type: ignore[union-attr]
         mf.mm[rel:end] = data

@@ -5,11 +5,12 @@ A segment is named by the 20-digit decimal offset of its first byte in the logic
 system cannot fill raises SIGBUS and kills the process, so blocks are reserved (``posix_fallocate``) before any
 byte is stored into them, and a full disk fails with an ``OSError`` the callers turn into a status:
 
-- by default the whole segment at creation (the commit log: one segment at a time); files that a sparse writer
-  left (RocketMQ's Java broker, older ``mq``) get their holes reserved when they are opened;
-- with ``reserve_step`` (consume queues: one segment per topic queue, 5.7 MB each by default), the file is
-  created sparse and the writer reserves ``reserve_step`` bytes at a time ahead of itself (``reserve_to``), so a
-  topic with 1,024 queues takes the disk its units need instead of 5.8 GB at once.
+- with ``reserve_step`` (the commit log: 64 MiB steps of 1 GiB segments; consume queues: 64 KiB steps of one
+  5.7 MB segment per topic queue), the file is created sparse and the writer reserves ``reserve_step`` bytes at
+  a time ahead of itself (``reserve_to``), so the store takes the disk its data needs: a topic with 1,024 queues
+  no longer takes 5.8 GB at once, nor a fresh broker 1 GiB;
+- without it (``reserve_step=0``), the whole segment at creation, and an existing sparse file (RocketMQ's Java
+  broker, older ``mq``) gets its holes reserved when opened.
 Writes go through a shared ``mmap``: once copied they are in the page cache and survive a process crash.
 ``flush`` calls ``os.fdatasync`` on the file descriptor; it releases the GIL and, on Linux, writes back
 pages dirtied through the mapping (``mmap.flush``/msync would hold the GIL: PERFORMANCE.md).

@@ -1,6 +1,6 @@
 """Warm-ahead: zero-fill the commit log's page cache just ahead of the write position, off the put path.
 
-A segment's disk blocks are reserved when it is created (``mapped_file.reserve_blocks``), but its pages are not
+A segment's disk blocks are reserved ahead of the writer (``MappedFile.reserve_to``), but its pages are not
 in the page cache, so the first write to each 4 KiB page through the mapping takes a page fault that allocates
 and zeroes a page-cache page: about 1.7 µs of the put path's CPU per 1 KiB message on this machine, measured
 when segments were still sparse (``benchmarks/store_append.py``). ``WarmAheadService`` moves that

@@ -15,6 +15,7 @@ from .conftest import inner
 
 from mq.common.record import decode_record, decode_records
 from mq.store import mapped_file
+from mq.store.commit_log import CL_RESERVE_STEP
 from mq.store.consume_queue import CQ_RESERVE_STEP
 from mq.store.status import GetMessageStatus as G
 from mq.store.status import PutMessageStatus as P
@@ -96,6 +97,29 @@ def test_consume_queue_segments_reserve_blocks_as_they_fill(make_store, disk, tm
     assert s.dispatcher.retry() is True
     assert s.get_max_offset("Many", 0) == in_two_steps + 1
     assert _bodies(s, "Many", 0)[-1] == b"waits"
+
+
+def test_commit_log_segments_reserve_blocks_as_they_fill(make_store, disk, tmp_path):
+    """A 256 MiB segment takes the disk its records need, reserved CL_RESERVE_STEP at a time before any store;
+    a step that cannot be reserved is a status, and nothing is stored past the reserved bytes."""
+    s = make_store(mapped_file_size_commit_log=256 * 1024 * 1024)
+    body = b"x" * (1024 * 1024)
+    assert s.put_message(inner(body=body)).status is P.PUT_OK
+    seg = s.commit_log.queue.files[-1]
+    assert os.stat(seg.path).st_size == 256 * 1024 * 1024 and seg.reserved_to == CL_RESERVE_STEP
+    assert os.stat(seg.path).st_blocks * 512 < 2 * CL_RESERVE_STEP
+    fit = CL_RESERVE_STEP // seg.wrote_position  # records that fit in the first step
+    for _ in range(fit - 1):
+        assert s.put_message(inner(body=body)).status is P.PUT_OK
+    assert seg.reserved_to == CL_RESERVE_STEP
+    disk.full.add(str(tmp_path / "store" / "commitlog"))
+    failed = s.put_message(inner(body=body))
+    assert failed.status is P.CREATE_MAPPED_FILE_FAILED and "No space left on device" in failed.remark
+    assert seg.reserved_to == CL_RESERVE_STEP and seg.wrote_position <= CL_RESERVE_STEP
+    disk.full.clear()
+    assert s.put_message(inner(body=body)).status is P.PUT_OK
+    assert seg.reserved_to == 2 * CL_RESERVE_STEP
+    assert len(_bodies(s, "T", 0)) == fit + 1
 
 
 def test_a_file_system_that_cannot_reserve_leaves_segments_sparse_with_a_warning(make_store, monkeypatch,
