@@ -55,18 +55,23 @@ def reserve_blocks(fd: int, size: int, path: Path, *, new: bool) -> None:
         os.posix_fallocate(fd, 0, size)
     except OSError as exc:
         if exc.errno in _NO_FALLOCATE:
-            st = os.fstat(fd)
-            if st.st_size < size:
+            if os.fstat(fd).st_size < size:
                 os.ftruncate(fd, size)
-            if st.st_dev not in _warned_sparse:
-                _warned_sparse.add(st.st_dev)
-                log.warning("the file system of %s cannot reserve blocks (%s); store files stay sparse there, "
-                            "and a full disk will stop the process", path.parent, exc.strerror)
+            _warn_sparse(fd, path, exc)
             return
         if new:
             raise
         log.warning("cannot reserve the blocks of %s (%s); writes into its holes would fail if the disk fills",
                     path, exc.strerror)
+
+
+def _warn_sparse(fd: int, path: Path, exc: OSError) -> None:
+    """Once per file system: it cannot reserve blocks, so its store files stay sparse."""
+    dev = os.fstat(fd).st_dev
+    if dev not in _warned_sparse:
+        _warned_sparse.add(dev)
+        log.warning("the file system of %s cannot reserve blocks (%s); store files stay sparse there, "
+                    "and a full disk will stop the process", path.parent, exc.strerror)
 
 
 def offset_to_file_name(offset: int) -> str:
@@ -136,7 +141,8 @@ class MappedFile:
         except OSError as exc:
             if exc.errno not in _NO_FALLOCATE:
                 raise
-            new_end = self.file_size  # the file system cannot reserve: stays sparse (as reserve_blocks warns)
+            _warn_sparse(self.fd, self.path, exc)
+            new_end = self.file_size  # the file system cannot reserve: the segment stays sparse
         self.reserved_to = new_end
 
     @property
