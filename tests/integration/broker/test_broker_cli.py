@@ -35,8 +35,10 @@ def test_broker_daemon_registers_and_stops(env, tmp_path):
     ns = mq("namesrv", "start", "--port", str(ns_port), "--daemon", env=env)
     assert ns.returncode == 0, ns.stderr
     try:
+        conf = tmp_path / "broker.yaml"
+        conf.write_text("haListenPort: 0\n")  # any free HA port: listenPort + 1 (the default) may be taken
         br = mq("broker", "start", "--namesrv", f"127.0.0.1:{ns_port}", "--port", str(br_port), "--store",
-                str(tmp_path / "store"), "--broker-name", "broker-x", "--daemon", env=env)
+                str(tmp_path / "store"), "--broker-name", "broker-x", "--config", str(conf), "--daemon", env=env)
         assert br.returncode == 0, br.stderr
         assert f"broker broker-x started: 127.0.0.1:{br_port}" in br.stdout
         try:

@@ -73,7 +73,7 @@ def test_broker_survives_a_full_disk_and_loses_nothing(small_fs, tmp_path, clien
         "brokerName: broker-full", f"listenPort: {port}", f"storePathRootDir: {small_fs / 'store'}",
         f"flushDiskType: {flush}", "mappedFileSizeCommitLog: 1048576", "mappedFileSizeConsumeQueue: 40000",
         "maxHashSlotNum: 1000", "maxIndexNum: 4000", "cleanResourceInterval: 200",
-        "cleanFileForciblyEnable: false", ""]))
+        "cleanFileForciblyEnable: false", "haListenPort: 0", ""]))  # HA port: any free one, not listenPort + 1
     log = open(tmp_path / "broker.log", "w")
     broker = subprocess.Popen([sys.executable, "-m", "mq.cli.main", "broker", "start", "--config", str(conf),
                                "--namesrv", ""], stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
