@@ -20,8 +20,12 @@ files and we read theirs::
     |                              +16      |  4  | prevIndex  older entry in the same slot; 0 ends the chain|
     +---------------------------------------+-----+---------------------------------------------------------+
 
-File size = 40 + hashSlotNum*4 + indexNum*20 (420,000,040 bytes with the defaults), created at full length with
-its blocks reserved (``mapped_file.reserve_blocks``: a store into a hole a full disk cannot fill kills the process). Entry 0 is never written, so a file holds at most ``indexNum - 1`` entries. A slot or prevIndex value
+File size = 40 + hashSlotNum*4 + indexNum*20 (420,000,040 bytes with the defaults), created at full length but
+sparse: the header and the hash slots (20 MB with the defaults: slots are written anywhere) have their blocks
+reserved at creation, entries ``INDEX_RESERVE_STEP`` bytes at a time ahead of the writer
+(``mapped_file.reserve_range``: a store into a hole a full disk cannot fill kills the process, so nothing is
+stored past the reserved bytes; a step the disk cannot give is ``OSError(ENOSPC)`` before anything of the batch
+is written). Entry 0 is never written, so a file holds at most ``indexNum - 1`` entries. A slot or prevIndex value
 ``<= 0`` or ``> indexCount`` reads as empty.
 
 Reading a chain (``iter_phy_offsets``) follows Java's ``selectPhyOffset``: the time of an entry is
@@ -40,6 +44,7 @@ pages dirtied through the shared mapping, and it releases the GIL, unlike ``mmap
 
 from __future__ import annotations
 
+import logging
 import mmap
 import os
 import struct
@@ -52,7 +57,7 @@ from pathlib import Path
 from typing import Iterator
 
 from mq.errors import MQError
-from mq.store.mapped_file import reserve_blocks
+from mq.store.mapped_file import reserve_range
 
 #: Header: beginTimestamp, endTimestamp, beginPhyOffset, endPhyOffset (int64), hashSlotCount, indexCount (int32).
 HEADER_FORMAT = ">qqqqii"
@@ -66,11 +71,16 @@ SLOT_SIZE = struct.calcsize(SLOT_FORMAT)
 ENTRY_SIZE = struct.calcsize(ENTRY_FORMAT)
 assert (HEADER_SIZE, SLOT_SIZE, ENTRY_SIZE) == (40, 4, 20)
 
+#: Entries are reserved this many bytes at a time (about 210,000 entries) ahead of the writer.
+INDEX_RESERVE_STEP = 4 * 1024 * 1024
+
 #: Slot / prevIndex value meaning "none".
 INVALID_INDEX = 0
 #: Length of an index file name, ``yyyyMMddHHmmssSSS``.
 FILE_NAME_LENGTH = 17
 _INT32_MAX = 0x7FFFFFFF
+
+log = logging.getLogger(__name__)
 
 _HEADER = struct.Struct(HEADER_FORMAT)
 _SLOT = struct.Struct(SLOT_FORMAT)
@@ -219,7 +229,7 @@ class IndexFile:
 
     __slots__ = ("path", "hash_slot_num", "index_num", "_fd", "_mm", "_entries_at", "_dirty",
                  "begin_timestamp", "end_timestamp", "begin_phy_offset", "end_phy_offset",
-                 "hash_slot_count", "index_count")
+                 "hash_slot_count", "index_count", "reserved_to")
 
     def __init__(self, path: Path, hash_slot_num: int, index_num: int, fd: int) -> None:
         if hash_slot_num <= 0 or index_num <= 1:
@@ -231,6 +241,8 @@ class IndexFile:
         self._mm = mmap.mmap(fd, index_file_size(hash_slot_num, index_num))
         self._entries_at = HEADER_SIZE + hash_slot_num * SLOT_SIZE
         self._dirty = False
+        #: bytes ``[0, reserved_to)`` have their blocks (``_reserve_entries``)
+        self.reserved_to = 0
         h = IndexHeader.unpack(self._mm)
         self.begin_timestamp = h.begin_timestamp
         self.end_timestamp = h.end_timestamp
@@ -246,8 +258,13 @@ class IndexFile:
         size = index_file_size(hash_slot_num, index_num)
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
         try:
-            reserve_blocks(fd, size, Path(path), new=True)
+            os.ftruncate(fd, size)
             f = cls(path, hash_slot_num, index_num, fd)
+            try:
+                f._reserve_entries(1)  # the header, every slot and the first step of entries
+            except BaseException:
+                f._mm.close()
+                raise
         except BaseException:
             os.close(fd)
             Path(path).unlink(missing_ok=True)
@@ -270,11 +287,28 @@ class IndexFile:
                 raise IndexFileError(
                     f"index file {path} is {actual} bytes, expected {size} for maxHashSlotNum={hash_slot_num} "
                     f"and maxIndexNum={index_num}; was it written with other settings?")
-            reserve_blocks(fd, size, Path(path), new=False)
-            return cls(path, hash_slot_num, index_num, fd)
+            f = cls(path, hash_slot_num, index_num, fd)
         except BaseException:
             os.close(fd)
             raise
+        written = f._entries_at + f.index_count * ENTRY_SIZE
+        try:
+            f._reserve_entries(f.index_count)  # slots (a Java file may hold holes) and entries written
+        except OSError as exc:
+            log.warning("cannot reserve the blocks of index file %s (%s); its holes could not be filled if the "
+                        "disk fills", path, exc.strerror)
+            f.reserved_to = written
+        return f
+
+    def _reserve_entries(self, count: int) -> None:
+        """Reserve the blocks of every byte up to entry number ``count`` (exclusive), a step ahead;
+        ``OSError(ENOSPC)`` when the disk is full."""
+        need = self._entries_at + count * ENTRY_SIZE
+        if need <= self.reserved_to:
+            return
+        size = index_file_size(self.hash_slot_num, self.index_num)
+        end = min(size, -(-need // INDEX_RESERVE_STEP) * INDEX_RESERVE_STEP)
+        self.reserved_to = reserve_range(self._fd, self.reserved_to, end, size, self.path)
 
     # -- header ------------------------------------------------------------------------------------------
     @property
@@ -315,6 +349,7 @@ class IndexFile:
         end = len(items)
         if start >= end or n >= limit:
             return start
+        self._reserve_entries(min(limit, n + end - start))  # before any store: a full disk writes nothing
         mm = self._mm
         slots = self.hash_slot_num
         base = self._entries_at

@@ -219,7 +219,8 @@ class IndexService:
             except OSError as exc:
                 self._pending = items[i:]
                 if not retrying:  # once per episode, not once per retry
-                    log.error("cannot create an index file (%s); index entries wait for it", exc.strerror or exc)
+                    log.error("cannot create or extend an index file (%s); index entries wait for it",
+                              exc.strerror or exc)
                 raise
             if retrying:
                 log.info("index file created; held-back index entries written")

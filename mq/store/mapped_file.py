@@ -65,6 +65,23 @@ def reserve_blocks(fd: int, size: int, path: Path, *, new: bool) -> None:
                     path, exc.strerror)
 
 
+def reserve_range(fd: int, start: int, end: int, file_size: int, path: Path) -> int:
+    """Reserve the blocks of bytes ``[start, end)`` of a full-length (sparse) file before stores into them;
+    returns the end now reserved: ``end``, or ``file_size`` on a file system that cannot reserve (the file
+    then stays sparse, with one warning per file system). ``OSError(ENOSPC)`` when the disk is full
+    (nothing is reserved; the caller stores nothing there)."""
+    if end <= start:
+        return start
+    try:
+        os.posix_fallocate(fd, start, end - start)
+    except OSError as exc:
+        if exc.errno not in _NO_FALLOCATE:
+            raise
+        _warn_sparse(fd, path, exc)
+        return file_size
+    return end
+
+
 def _warn_sparse(fd: int, path: Path, exc: OSError) -> None:
     """Once per file system: it cannot reserve blocks, so its store files stay sparse."""
     dev = os.fstat(fd).st_dev
@@ -135,15 +152,7 @@ class MappedFile:
         """Reserve the blocks of bytes ``[reserved_to, end)``, rounded up to ``reserve_step``, before a store
         into them; ``OSError(ENOSPC)`` when the disk is full (nothing is stored then)."""
         new_end = min(self.file_size, -(-end // self.reserve_step) * self.reserve_step)
-        start = self.reserved_to
-        try:
-            os.posix_fallocate(self.fd, start, new_end - start)
-        except OSError as exc:
-            if exc.errno not in _NO_FALLOCATE:
-                raise
-            _warn_sparse(self.fd, self.path, exc)
-            new_end = self.file_size  # the file system cannot reserve: the segment stays sparse
-        self.reserved_to = new_end
+        self.reserved_to = reserve_range(self.fd, self.reserved_to, new_end, self.file_size, self.path)
 
     @property
     def end_offset(self) -> int:

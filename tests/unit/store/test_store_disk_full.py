@@ -17,6 +17,7 @@ from mq.common.record import decode_record, decode_records
 from mq.store import mapped_file
 from mq.store.commit_log import CL_RESERVE_STEP
 from mq.store.consume_queue import CQ_RESERVE_STEP
+from mq.store.index_file import ENTRY_SIZE, HEADER_SIZE, INDEX_RESERVE_STEP
 from mq.store.status import GetMessageStatus as G
 from mq.store.status import PutMessageStatus as P
 
@@ -213,6 +214,43 @@ def test_no_room_for_an_index_file_keeps_the_entries_until_there_is(make_store, 
         for key in (f"k{i}", f"x{i}"):
             found = s.query_message("T", key, 8)
             assert [decode_record(b).body for b in found.buffers] == [b"%d" % i], key  # every key, each exactly once
+
+
+def test_an_index_file_reserves_its_slots_at_once_and_its_entries_as_they_fill(make_store, disk, tmp_path):
+    """RocketMQ's default index file is 420 MB; a fresh store takes the 20 MB of slots and one step of entries.
+    A step the disk cannot give writes nothing of the batch: its entries wait, then go in, each exactly once."""
+    slots, entries = 5_000_000, 20_000_000  # the defaults
+    s = make_store(max_hash_slot_num=slots, max_index_num=entries)
+    s.put_message(inner(keys="first"))
+    assert s.index_dispatcher.wait_idle(10)
+    f = s.index._files[-1]
+    slots_end = HEADER_SIZE + slots * 4
+    step_end = -(-(slots_end + 2 * ENTRY_SIZE) // INDEX_RESERVE_STEP) * INDEX_RESERVE_STEP
+    st = os.stat(f.path)
+    assert st.st_size == HEADER_SIZE + slots * 4 + entries * ENTRY_SIZE  # full length, as RocketMQ reads it
+    assert f.reserved_to == step_end
+    assert slots_end <= st.st_blocks * 512 < step_end + INDEX_RESERVE_STEP  # slots reserved, most entries a hole
+
+    room = (f.reserved_to - slots_end) // ENTRY_SIZE - f.index_count  # entries that fit in the reserved bytes
+    s.index.build_batch([_Req(f"k{i}", 1000 + i) for i in range(room)])
+    assert f.reserved_to == step_end
+    disk.full.add(str(tmp_path / "store" / "index"))
+    with pytest.raises(OSError):
+        s.index.build_batch([_Req("waits", 10**9), _Req("too", 10**9 + 1)])
+    assert f.reserved_to == step_end and f.index_count == room + 2  # nothing written past the reserved bytes
+    assert s.index.pending == 2
+    disk.full.clear()
+    assert s.index.retry_pending() == 2
+    assert f.reserved_to == step_end + INDEX_RESERVE_STEP
+    assert s.index.query("T", "waits", 8, 0, 2**62) == [10**9]
+
+
+class _Req:
+    """What ``IndexService.build_batch`` reads of a dispatched record."""
+
+    def __init__(self, key: str, phy: int) -> None:
+        self.topic, self.keys, self.uniq_key, self.phy_offset = "T", key, None, phy
+        self.store_timestamp, self.tran_type = int(time.time() * 1000), 0
 
 
 def test_the_checkpoint_has_its_block_and_a_failed_write_at_shutdown_still_shuts_down(make_store, tmp_path):
