@@ -26,12 +26,10 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
-from mq.common import properties as P
 from mq.common import sysflag as SF
 from mq.common.message import MessageExt, MessageExtBrokerInner
-from mq.common.record import decode_record
-from mq.common.topic import SCHEDULE_TOPIC, TRANS_OP_HALF_TOPIC
 from mq.config import StoreConfig
+from mq.store import lookup, queue_admin
 from mq.store.checkpoint import StoreCheckpoint
 from mq.store.cleaner import Cleaner, DiskRatio, disk_used_ratio
 from mq.store.commit_log import CommitLog, Prepared
@@ -54,9 +52,6 @@ log = logging.getLogger(__name__)
 _S = PutMessageStatus
 _G = GetMessageStatus
 _NOT, _COMMIT = SF.TRANSACTION_NOT_TYPE, SF.TRANSACTION_COMMIT_TYPE
-#: never destroyed by ``clean_unused_topics`` (as in RocketMQ), whatever the topic table says
-_ALWAYS_USED = frozenset({SCHEDULE_TOPIC, TRANS_OP_HALF_TOPIC})
-LMQ_PREFIX = "%LMQ%"
 
 
 def _total_ram() -> int:
@@ -218,6 +213,11 @@ class MessageStore:
             self.lock_file.release()
 
     close = shutdown
+
+    @property
+    def loaded(self) -> bool:
+        """True once ``load`` has succeeded (recovered and locked the store)."""
+        return self._loaded
 
     def __enter__(self) -> "MessageStore":
         self.start()
@@ -499,7 +499,7 @@ class MessageStore:
         return read_queue(cq, self.commit_log, self.config, self.stats, self._mem_limit, offset, max_count,
                           tag_filter, max_total_bytes, runs, message_filter)
 
-    # -- lookups -----------------------------------------------------------------------------------------
+    # -- lookups (``mq.store.lookup``) -------------------------------------------------------------------
     def select_one_message_by_offset(self, phy_offset: int, size: int | None = None) -> bytes | None:
         """Raw record at a physical offset (size read from the record when not given)."""
         if size is None:
@@ -508,45 +508,12 @@ class MessageStore:
 
     def look_message_by_offset(self, phy_offset: int) -> MessageExt | None:
         """Decoded record at a physical offset (for VIEW_MESSAGE_BY_ID / offsetMsgId)."""
-        raw = self.commit_log.read_record(phy_offset)
-        if raw is None:
-            return None
-        try:
-            return decode_record(raw)
-        except Exception:
-            return None
-
-    def _read_keys(self, phy: int) -> tuple[str, list[str]] | None:
-        msg = self.look_message_by_offset(phy)
-        if msg is None:
-            return None
-        keys = P.split_keys(msg.properties.get(P.KEYS))
-        uniq = msg.properties.get(P.UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
-        if uniq:
-            keys.append(uniq)
-        return msg.topic, keys
+        return lookup.look_message_by_offset(self, phy_offset)
 
     def query_message(self, topic: str, key: str, max_num: int, begin_ms: int = 0,
                       end_ms: int = 2**63 - 1) -> QueryMessageResult:
-        """Messages of ``topic`` carrying ``key`` (KEYS token or UNIQ_KEY) stored in [begin, end].
-
-        Every candidate from the index is read back and its topic and keys re-checked (RocketMQ #3613)."""
-        if self.index is None or not self._loaded:
-            return QueryMessageResult([], [])
-        if self.index_dispatcher is not None:
-            self.index_dispatcher.wait_idle(1.0)
-        max_num = min(max_num, self.config.max_msgs_num_batch)
-        phys = self.index.query_verified(topic, key, max_num, begin_ms, end_ms, self._read_keys)
-        phys.sort()
-        bufs, kept = [], []
-        for phy in phys:
-            raw = self.commit_log.read_record(phy)
-            if raw is not None:
-                bufs.append(raw)
-                kept.append(phy)
-        files = self.index.files
-        last = files[-1] if files else None
-        return QueryMessageResult(bufs, kept, getattr(last, "end_timestamp", 0), getattr(last, "end_phy_offset", 0))
+        """Messages of ``topic`` carrying ``key`` stored in [begin, end], each re-checked (RocketMQ #3613)."""
+        return lookup.query_message(self, topic, key, max_num, begin_ms, end_ms)
 
     # -- offsets -----------------------------------------------------------------------------------------
     def get_max_offset(self, topic: str, queue_id: int) -> int:
@@ -598,18 +565,10 @@ class MessageStore:
         """The queue ids of ``topic`` that have a consume queue, sorted."""
         return sorted(self.cq_table.queues.get(topic) or ())
 
-    # -- admin -------------------------------------------------------------------------------------------
+    # -- admin (``mq.store.queue_admin``) -----------------------------------------------------------------
     def delete_topics(self, topics: Iterable[str]) -> int:
         """Destroy the consume queues of ``topics`` (their records stay in the log until retention)."""
-        n = 0
-        for topic in topics:
-            with self.put_lock, self.dispatcher.lock:
-                if self.cq_table.delete_topic(topic):
-                    n += 1
-                table = self.commit_log.topic_queue_table
-                for key in [k for k in table if k[0] == topic]:
-                    del table[key]
-        return n
+        return queue_admin.delete_topics(self, topics)
 
     def delete_topic(self, topic: str) -> bool:
         return self.delete_topics((topic,)) == 1
@@ -618,60 +577,13 @@ class MessageStore:
         """Run one retention pass now (the cleaner thread does this every clean interval)."""
         self.cleaner.run_once()
 
-    # -- admin: queue administration (CLEAN_EXPIRED_CONSUMEQUEUE, CLEAN_UNUSED_TOPIC, DELETE_EXPIRED_COMMITLOG)
-    def _in_flight(self, topic: str, queue_id: int, cq) -> bool:
-        """(Put lock held.) Records appended to this queue that its consume queue does not hold yet (a group
-        commit still waiting, or held back by a failed dispatch): deleting it now would lose their units."""
-        return self.commit_log.topic_queue_table.get((topic, queue_id), 0) > cq.max_offset
-
-    def _drop_queue_offsets(self, topic: str, queue_id: int | None = None) -> None:
-        """(Put lock held.) Forget the next queue offset(s), so new records start a fresh queue at 0."""
-        table = self.commit_log.topic_queue_table
-        for key in [k for k in table if k[0] == topic and (queue_id is None or k[1] == queue_id)]:
-            del table[key]
-
     def clean_expired_consume_queues(self) -> list[tuple[str, int]]:
-        """Destroy every consume queue whose last record lies wholly below the commit log's min offset
-        (RocketMQ ``cleanExpiredConsumerQueue``); the delay topic is kept, as are empty queues ("created just
-        now") and queues with records in flight. Returns the (topic, queueId) destroyed."""
-        phy_min = self.commit_log.min_offset
-        removed: list[tuple[str, int]] = []
-        with self.put_lock, self.dispatcher.lock:
-            for cq in list(self.cq_table):
-                if cq.topic == SCHEDULE_TOPIC:
-                    continue
-                last = cq.last_unit_end()
-                if last == -1:
-                    log.debug("clean expired consume queues: %s-%d holds no unit yet", cq.topic, cq.queue_id)
-                    continue
-                if last > phy_min or self._in_flight(cq.topic, cq.queue_id, cq):
-                    continue
-                self.cq_table.delete_queue(cq.topic, cq.queue_id)
-                self._drop_queue_offsets(cq.topic, cq.queue_id)
-                removed.append((cq.topic, cq.queue_id))
-                log.info("clean expired consume queues: %s-%d destroyed (last record ends at %d, commit log min "
-                         "offset %d)", cq.topic, cq.queue_id, last, phy_min)
-        return removed
+        """RocketMQ ``cleanExpiredConsumerQueue``: the (topic, queueId) destroyed."""
+        return queue_admin.clean_expired_consume_queues(self)
 
     def clean_unused_topics(self, is_used: Callable[[str], bool]) -> list[str]:
-        """Destroy the consume queues of every topic for which ``is_used(topic)`` is false (RocketMQ
-        ``cleanUnusedTopic``; the delay and transaction-op topics and LMQ topics are always kept, and a topic
-        with records in flight is skipped). ``is_used`` is called under the store's put and dispatch locks.
-        Returns the topics destroyed."""
-        removed: list[str] = []
-        with self.put_lock, self.dispatcher.lock:
-            for topic in sorted(self.cq_table.queues):
-                if topic in _ALWAYS_USED or topic.startswith(LMQ_PREFIX) or is_used(topic):
-                    continue
-                per = self.cq_table.queues.get(topic) or {}
-                if any(self._in_flight(topic, qid, cq) for qid, cq in per.items()):
-                    log.info("clean unused topics: %s has records in flight; kept", topic)
-                    continue
-                self.cq_table.delete_topic(topic)
-                self._drop_queue_offsets(topic)
-                removed.append(topic)
-                log.info("clean unused topics: %s destroyed", topic)
-        return removed
+        """RocketMQ ``cleanUnusedTopic``: the topics destroyed."""
+        return queue_admin.clean_unused_topics(self, is_used)
 
     def delete_expired_files_manually(self) -> int:
         """RocketMQ ``executeDeleteFilesManually``: arm the cleaner's manual passes and run the first now
@@ -680,12 +592,7 @@ class MessageStore:
 
     def query_consume_queue(self, topic: str, queue_id: int, index: int, count: int
                             ) -> tuple[int, int, list[tuple[int, int, int]] | None] | None:
-        """(min offset, max offset, units from ``index``) of one consume queue, None when it does not exist;
-        the units are None when ``index`` is not readable (``ConsumeQueue.units_at``)."""
-        cq = self.cq_table.find(topic, queue_id, create=False)
-        if cq is None:
-            return None
-        return cq.min_offset, cq.max_offset, cq.units_at(index, count)
+        return queue_admin.query_consume_queue(self, topic, queue_id, index, count)
 
     def runtime_info(self) -> dict[str, object]:
         st = self.stats
