@@ -8,10 +8,12 @@ a request except the socket system calls: frame decoding, header parsing, the se
 whole process (``time.process_time``: every thread) per message, which stays comparable on a shared, noisy
 machine where wall-clock rates do not.
 
-    python benchmarks/broker_inprocess_bench.py [--n 40000] [--flush ASYNC_FLUSH|SYNC_FLUSH|both]
+    python benchmarks/broker_inprocess_bench.py [--n 40000] [--flush ASYNC_FLUSH|SYNC_FLUSH|both] [--no-index]
 
 Cases: single sends fed 1 and 16 frames per read (how many a read delivers under pipelining), batches of 32
-fed 4 per read, and a backlog drain with PULLs of 32.
+fed 4 per read, and a backlog drain with PULLs of 32. Sends also print the event-loop thread's own CPU
+(``time.thread_time``): the rest of the process figure is the store's threads, mostly the index builder
+(``--no-index`` turns the key index off to show its share).
 """
 
 from __future__ import annotations
@@ -98,25 +100,28 @@ async def _until(tr: CountingTransport, frames: int, timeout: float = 120.0) -> 
     tr.waiter = None
 
 
-async def _sends(ctrl, frame: bytes, n: int, per_read: int, msgs_per_frame: int = 1) -> tuple[float, float]:
-    """Feed ``n`` frames, ``per_read`` per data_received; returns (CPU s, wall s) until all are answered."""
+async def _sends(ctrl, frame: bytes, n: int, per_read: int, msgs_per_frame: int = 1
+                 ) -> tuple[float, float, float]:
+    """Feed ``n`` frames, ``per_read`` per data_received; returns (process CPU s, wall s, loop-thread CPU s)
+    until all are answered and indexed."""
     conn = ctrl.server.make_connection()
     tr = CountingTransport()
     conn.connection_made(tr)
     chunk = frame * per_read
     loops = n // per_read
     store = ctrl.store
-    c0, t0 = time.process_time(), time.perf_counter()
+    c0, t0, m0 = time.process_time(), time.perf_counter(), time.thread_time()
     for i in range(loops):
         conn.data_received(chunk)
         if i % 64 == 63:
             await asyncio.sleep(0)  # let late (SYNC_FLUSH) replies and posted callbacks run
     await _until(tr, loops * per_read)
+    m1 = time.thread_time()
     if store.index_dispatcher is not None:
         await asyncio.get_running_loop().run_in_executor(None, store.index_dispatcher.wait_idle, 60)
     c1, t1 = time.process_time(), time.perf_counter()
     conn.connection_lost(None)
-    return c1 - c0, t1 - t0
+    return c1 - c0, t1 - t0, m1 - m0
 
 
 async def _drain(ctrl, topic: str, queue_id: int, total: int) -> tuple[float, float, int]:
@@ -141,23 +146,24 @@ async def _drain(ctrl, topic: str, queue_id: int, total: int) -> tuple[float, fl
     return c1 - c0, t1 - t0, got
 
 
-async def run_case(flush: str, n: int, root: str) -> None:
+async def run_case(flush: str, n: int, root: str, index: bool = True) -> None:
     from mq.daemon.broker.controller import BrokerController
 
     bcfg = BrokerConfig(host="127.0.0.1", listen_port=0, namesrv_addr="")
-    scfg = StoreConfig(store_path_root_dir=root, flush_disk_type=flush, mapped_file_size_commit_log=1 << 30)
+    scfg = StoreConfig(store_path_root_dir=root, flush_disk_type=flush, mapped_file_size_commit_log=1 << 30,
+                       message_index_enable=index)
     ctrl = BrokerController(bcfg, store_config=scfg)
     await ctrl.start()
     try:
         frame = send_frame("BenchT", 0)
         await _sends(ctrl, frame, 64, 1)  # auto-create the topic, warm up
         for per_read in (1, 16):
-            cpu, wall = await _sends(ctrl, frame, n, per_read)
+            cpu, wall, main = await _sends(ctrl, frame, n, per_read)
             print(f"{flush:11s} send, {per_read:2d} frames per read: CPU {cpu / n * 1e6:6.2f} us/msg   "
-                  f"{n / wall:9,.0f} msg/s", flush=True)
+                  f"{n / wall:9,.0f} msg/s   (loop thread {main / n * 1e6:6.2f} us/msg)", flush=True)
         bframe = send_frame("BenchT", 1, batch=32)
         frames = max(4, n // 32 // 4 * 4)
-        cpu, wall = await _sends(ctrl, bframe, frames, 4)
+        cpu, wall, _main = await _sends(ctrl, bframe, frames, 4)
         print(f"{flush:11s} batch of 32, 4 frames per read: CPU {cpu / (frames * 32) * 1e6:6.2f} us/msg   "
               f"{frames * 32 / wall:9,.0f} msg/s", flush=True)
         if flush == "ASYNC_FLUSH":
@@ -176,6 +182,7 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=40_000)
     ap.add_argument("--flush", default="both", choices=["ASYNC_FLUSH", "SYNC_FLUSH", "both"])
     ap.add_argument("--dir", default=tempfile.gettempdir())
+    ap.add_argument("--no-index", action="store_true", help="messageIndexEnable=false")
     a = ap.parse_args()
     try:
         import uvloop
@@ -183,11 +190,12 @@ def main() -> None:
         uvloop.install()
     except ImportError:
         pass
-    print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
+    print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
+          f"{'   (key index off)' if a.no_index else ''}", flush=True)
     for flush in (("ASYNC_FLUSH", "SYNC_FLUSH") if a.flush == "both" else (a.flush,)):
         root = tempfile.mkdtemp(dir=a.dir, prefix="mq-inproc-")
         try:
-            asyncio.run(run_case(flush, a.n, root))
+            asyncio.run(run_case(flush, a.n, root, index=not a.no_index))
         finally:
             shutil.rmtree(root, ignore_errors=True)
 

@@ -6,7 +6,11 @@ measures, per message, the time from the producer's born timestamp to the listen
 clock), split at the broker's store timestamp (millisecond clocks, so each part is ±1 ms). Prints p50/p99/max and
 the rate actually reached.
 
-    python benchmarks/e2e_latency_bench.py [--rate 5000] [--seconds 20] [--size 1024]
+    python benchmarks/e2e_latency_bench.py [--rate 5000] [--seconds 20] [--size 1024] [--loop-lag]
+
+``--loop-lag`` also runs a probe in the consumer's event loop (a 1 ms sleep, timed, over and over) and prints how
+late it woke: stalls of the consumer process itself (CPU shared with the broker and the producer on a 2-core
+machine) rather than of the path a message takes.
 """
 
 from __future__ import annotations
@@ -76,6 +80,15 @@ async def consume(ns: str, topic: str, args, lat: list[float]) -> None:
                      ClientConfig(namesrv_addr=ns, instance_name="e2ec", client_ip="127.0.0.1"))
     c.subscribe(topic)
     await c.start()
+    lags: list[float] = []
+
+    async def probe() -> None:
+        while True:
+            t = time.perf_counter()
+            await asyncio.sleep(0.001)
+            lags.append((time.perf_counter() - t - 0.001) * 1000)
+
+    prober = asyncio.ensure_future(probe()) if args.loop_lag else None
     prod = await asyncio.create_subprocess_exec(
         sys.executable, "-c", PRODUCER, ns, topic, str(args.rate), str(args.seconds), str(args.size),
         stdout=asyncio.subprocess.PIPE)
@@ -85,6 +98,8 @@ async def consume(ns: str, topic: str, args, lat: list[float]) -> None:
     deadline = time.monotonic() + 30
     while len(lat) < sent and time.monotonic() < deadline:
         await asyncio.sleep(0.1)
+    if prober is not None:
+        prober.cancel()
     await c.shutdown()
     print(f"producer: {line}")
     warm = lat[len(lat) // 20:]  # drop the first 5 % (route discovery, rebalance)
@@ -95,6 +110,9 @@ async def consume(ns: str, topic: str, args, lat: list[float]) -> None:
     for i, name in ((0, "born -> stored"), (1, "stored -> callback")):
         v = [x[i] for x in parts]
         print(f"    {name:18s} p50 {pct(v, 50):.1f} ms   p99 {pct(v, 99):.1f} ms   max {max(v):.1f} ms")
+    if lags:
+        print(f"  consumer loop lag (1 ms sleeps, {len(lags)}): p50 {pct(lags, 50):.2f} ms   p99 {pct(lags, 99):.2f} ms"
+              f"   max {max(lags):.2f} ms")
     print(f"  load average: {os.getloadavg()[0]:.2f}")
 
 
@@ -103,6 +121,7 @@ def main() -> None:
     ap.add_argument("--rate", type=float, default=5000.0)
     ap.add_argument("--seconds", type=float, default=20.0)
     ap.add_argument("--size", type=int, default=1024)
+    ap.add_argument("--loop-lag", action="store_true", help="probe the consumer's event-loop stalls")
     args = ap.parse_args()
     with daemons() as (ns, env):
         subprocess.run([sys.executable, "-m", "mq.cli.main", "-n", ns, "updateTopic", "-t", "BenchE2E", "-c",
