@@ -32,6 +32,7 @@ sys.path.append(str(Path(__file__).resolve().parents[1]))  # an installed or PYT
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from broker_send_bench import send_frame  # noqa: E402
+from machine import CpuWindow  # noqa: E402
 
 from mq.config import BrokerConfig, StoreConfig  # noqa: E402
 from mq.protocol import headers as H  # noqa: E402
@@ -158,21 +159,24 @@ async def run_case(flush: str, n: int, root: str, index: bool = True) -> None:
         frame = send_frame("BenchT", 0)
         await _sends(ctrl, frame, 64, 1)  # auto-create the topic, warm up
         for per_read in (1, 16):
-            cpu, wall, main = await _sends(ctrl, frame, n, per_read)
+            with CpuWindow() as w:
+                cpu, wall, main = await _sends(ctrl, frame, n, per_read)
             print(f"{flush:11s} send, {per_read:2d} frames per read: CPU {cpu / n * 1e6:6.2f} us/msg   "
-                  f"{n / wall:9,.0f} msg/s   (loop thread {main / n * 1e6:6.2f} us/msg)", flush=True)
+                  f"{n / wall:9,.0f} msg/s   (loop thread {main / n * 1e6:6.2f} us/msg)   {w.short()}", flush=True)
         bframe = send_frame("BenchT", 1, batch=32)
         frames = max(4, n // 32 // 4 * 4)
-        cpu, wall, _main = await _sends(ctrl, bframe, frames, 4)
+        with CpuWindow() as w:
+            cpu, wall, _main = await _sends(ctrl, bframe, frames, 4)
         print(f"{flush:11s} batch of 32, 4 frames per read: CPU {cpu / (frames * 32) * 1e6:6.2f} us/msg   "
-              f"{frames * 32 / wall:9,.0f} msg/s", flush=True)
+              f"{frames * 32 / wall:9,.0f} msg/s   {w.short()}", flush=True)
         if flush == "ASYNC_FLUSH":
             dframe = send_frame("DrainT", 0, batch=32)
             await _sends(ctrl, dframe, max(1, n // 32), 8)
             total = max(1, n // 32) * 32
-            cpu, wall, got = await _drain(ctrl, "DrainT", 0, total)
+            with CpuWindow() as w:
+                cpu, wall, got = await _drain(ctrl, "DrainT", 0, total)
             print(f"{flush:11s} drain, PULL of 32: CPU {cpu / max(got, 1) * 1e6:6.2f} us/msg   "
-                  f"{got / wall:9,.0f} msg/s ({got} messages)", flush=True)
+                  f"{got / wall:9,.0f} msg/s ({got} messages)   {w.short()}", flush=True)
     finally:
         await ctrl.stop()
 

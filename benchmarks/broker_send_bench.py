@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 
 import psutil
+from machine import CpuWindow
 
 sys.path.append(str(Path(__file__).resolve().parents[1]))  # an installed or PYTHONPATH mq wins
 
@@ -235,26 +236,30 @@ def main() -> None:
             # create the topic first (auto-create from TBW102)
             asyncio.run(measure_sends(args.port, frame, 1, 1, 0.2))
             for inflight in (1, 4, 16):
-                rate, err, cpu = asyncio.run(measure_sends(args.port, frame, 1, inflight, args.seconds, ps))
+                with CpuWindow() as w:
+                    rate, err, cpu = asyncio.run(measure_sends(args.port, frame, 1, inflight, args.seconds, ps))
                 results[(flush, f"send 1 conn x {inflight} in flight")] = (rate, err)
                 print(f"{flush:11s} sends/s, 1 connection, {inflight:2d} in flight: {rate:10,.0f}  errors {err}  "
-                      f"broker CPU {cpu * 1e6:6.1f} us/msg", flush=True)
-            rate, err, cpu = asyncio.run(measure_sends(args.port, frame, 16, 1, args.seconds, ps))
+                      f"broker CPU {cpu * 1e6:6.1f} us/msg   {w.short()}", flush=True)
+            with CpuWindow() as w:
+                rate, err, cpu = asyncio.run(measure_sends(args.port, frame, 16, 1, args.seconds, ps))
             print(f"{flush:11s} sends/s, 16 connections x 1 in flight:   {rate:10,.0f}  errors {err}  "
-                  f"broker CPU {cpu * 1e6:6.1f} us/msg", flush=True)
+                  f"broker CPU {cpu * 1e6:6.1f} us/msg   {w.short()}", flush=True)
             results[(flush, "send 16 conns x 1")] = (rate, err)
             bframe = send_frame("BenchT", 1, batch=32)
-            rate, err, cpu = asyncio.run(measure_sends(args.port, bframe, 1, 16, args.seconds, ps))
+            with CpuWindow() as w:
+                rate, err, cpu = asyncio.run(measure_sends(args.port, bframe, 1, 16, args.seconds, ps))
             print(f"{flush:11s} msgs/s in batches of 32, 16 in flight:  {rate * 32:10,.0f}  errors {err}  "
-                  f"broker CPU {cpu / 32 * 1e6:6.1f} us/msg", flush=True)
+                  f"broker CPU {cpu / 32 * 1e6:6.1f} us/msg   {w.short()}", flush=True)
             results[(flush, "batch32")] = (rate * 32, err)
             if flush == "ASYNC_FLUSH":
                 queues = 4
                 asyncio.run(prefill(args.port, "DrainT", queues, args.drain_per_queue))
                 time.sleep(1.0)
-                rate, cpu = asyncio.run(drain(args.port, "DrainT", queues, args.drain_per_queue, ps))
+                with CpuWindow() as w:
+                    rate, cpu = asyncio.run(drain(args.port, "DrainT", queues, args.drain_per_queue, ps))
                 print(f"{flush:11s} backlog drain msgs/s ({queues} queues x {args.drain_per_queue:,}, 32 per pull): "
-                      f"{rate:10,.0f}  broker CPU {cpu * 1e6:6.2f} us/msg", flush=True)
+                      f"{rate:10,.0f}  broker CPU {cpu * 1e6:6.2f} us/msg   {w.short()}", flush=True)
             rss = ps.memory_info().rss
             mapped = sum(m.rss for m in ps.memory_maps() if m.path.startswith(tmp))
             print(f"{flush:11s} broker memory: RSS {rss / 2**20:.1f} MiB, of which mapped store files "

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import time
 
 from bench_daemons import daemons, percentile as pct
+from machine import CpuWindow
 
 PRODUCER = r'''
 import json, sys, time
@@ -45,8 +45,9 @@ def main() -> None:
     args = ap.parse_args()
     with daemons(broker_yaml=f"flushDiskType: {args.flush}\n") as (ns, _env):
         time.sleep(1.0)
-        out = subprocess.run([sys.executable, "-c", PRODUCER, ns, "CppLatency", str(args.count)],
-                             capture_output=True, text=True, timeout=600)
+        with CpuWindow() as window:
+            out = subprocess.run([sys.executable, "-c", PRODUCER, ns, "CppLatency", str(args.count)],
+                                 capture_output=True, text=True, timeout=600)
         if out.returncode != 0:
             raise SystemExit(out.stderr[-2000:])
         lat = json.loads([ln for ln in out.stdout.splitlines() if ln.startswith("{")][-1])["lat"]
@@ -54,7 +55,7 @@ def main() -> None:
         print(f"C++ client (rocketmq==0.4.4) sync send, 1 KB, {args.count} sequential sends, {args.flush}:")
         print(f"  p50 {pct(ms, 50):.3f} ms   p90 {pct(ms, 90):.3f} ms   p99 {pct(ms, 99):.3f} ms   "
               f"max {max(ms):.3f} ms   ({len(ms) / sum(lat):,.0f} sends/s)")
-        print(f"  load average during the run: {os.getloadavg()[0]:.2f}")
+        print(f"  {window.summary()}")
 
 
 if __name__ == "__main__":

@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import subprocess
 import sys
 import time
 
 from bench_daemons import daemons, percentile as pct
+from machine import CpuWindow
 
 PRODUCER = r'''
 import asyncio, sys, time
@@ -89,6 +89,7 @@ async def consume(ns: str, topic: str, args, lat: list[float]) -> None:
             lags.append((time.perf_counter() - t - 0.001) * 1000)
 
     prober = asyncio.ensure_future(probe()) if args.loop_lag else None
+    window = CpuWindow().__enter__()
     prod = await asyncio.create_subprocess_exec(
         sys.executable, "-c", PRODUCER, ns, topic, str(args.rate), str(args.seconds), str(args.size),
         stdout=asyncio.subprocess.PIPE)
@@ -98,6 +99,7 @@ async def consume(ns: str, topic: str, args, lat: list[float]) -> None:
     deadline = time.monotonic() + 30
     while len(lat) < sent and time.monotonic() < deadline:
         await asyncio.sleep(0.1)
+    window.stop()
     if prober is not None:
         prober.cancel()
     await c.shutdown()
@@ -113,7 +115,7 @@ async def consume(ns: str, topic: str, args, lat: list[float]) -> None:
     if lags:
         print(f"  consumer loop lag (1 ms sleeps, {len(lags)}): p50 {pct(lags, 50):.2f} ms   p99 {pct(lags, 99):.2f} ms"
               f"   max {max(lags):.2f} ms")
-    print(f"  load average: {os.getloadavg()[0]:.2f}")
+    print(f"  {window.summary()}")
 
 
 def main() -> None:

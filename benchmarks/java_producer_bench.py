@@ -24,6 +24,7 @@ import time
 import psutil
 
 from bench_daemons import daemons
+from machine import CpuWindow
 
 _TPS = re.compile(r"Send TPS: *(\d+) .*Average RT\(ms\): *([\d.]+) .*Send Failed: *(\d+)")
 
@@ -72,12 +73,14 @@ def main() -> None:
                     continue
                 if c0 is None:  # the first line after the warm-up starts the measured windows
                     c0, t0 = cpu(broker), time.monotonic()
+                    window = CpuWindow().__enter__()
                     continue
                 windows.append((int(m.group(1)), float(m.group(2)), int(m.group(3))))
                 print(f"  measured  {line.strip()}", flush=True)
                 if elapsed >= a.seconds:
                     break
             c1, t1 = cpu(broker), time.monotonic()
+            window.stop()
         finally:
             java.terminate()
             java.wait(30)
@@ -89,6 +92,7 @@ def main() -> None:
     print(f"{a.flush}: RocketMQ benchmark Producer, {a.threads} threads, {a.size} B: {rate:,.0f} sends/s "
           f"(steady, {len(windows)} x 10 s), average RT {rt:.2f} ms, send failures {windows[-1][2]} in all; "
           f"broker CPU {(c1 - c0) / max(sent, 1) * 1e6:.1f} us/msg, {(c1 - c0) / (t1 - t0):.2f} cores", flush=True)
+    print(window.summary(), flush=True)
 
 
 if __name__ == "__main__":

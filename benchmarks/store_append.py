@@ -19,6 +19,7 @@ import tempfile
 import threading
 import time
 
+from machine import CpuWindow
 from store_common import make_messages, print_disk
 
 from mq.config import StoreConfig
@@ -135,4 +136,6 @@ if __name__ == "__main__":
     a = ap.parse_args()
     WARM_AHEAD = a.warm_ahead
     print(f"warm-ahead: {WARM_AHEAD} bytes")
-    run(a.n, a.dir, not a.no_index)
+    with CpuWindow() as window:
+        run(a.n, a.dir, not a.no_index)
+    print(window.summary())
