@@ -66,7 +66,14 @@ def print_(directory: Path, topic: str | None, queue_id: int | None, start: int,
            json_mode: bool) -> None:
     """Print records of the commit log, or of one consume queue with -t and -q."""
     from mq.cli.console import Console
+    from mq.cli.query import body_preview
     from mq.store.tools import RecordInfo, describe, iter_consume_queue, iter_records, read_record
+
+    def describe_with_body(info: RecordInfo) -> dict:
+        row = describe(info)
+        if info.message is not None:
+            row["body"] = body_preview(info.message.body)
+        return row
 
     root = _root(directory)
     if queue_id is not None and not topic:
@@ -78,7 +85,7 @@ def print_(directory: Path, topic: str | None, queue_id: int | None, start: int,
                 continue
             msg = read_record(root, phy)
             info = RecordInfo(phy, size, msg is not None, msg, "" if msg else "no record at this offset")
-            row = describe(info)
+            row = describe_with_body(info)
             row["tagsCode"] = tags_code
             rows.append(row)
             if len(rows) >= count:
@@ -86,11 +93,11 @@ def print_(directory: Path, topic: str | None, queue_id: int | None, start: int,
     else:
         for info in iter_records(root, start=start):
             if not info.ok:
-                rows.append(describe(info))
+                rows.append(describe_with_body(info))
                 break
             if topic and info.message is not None and info.message.topic != topic:
                 continue
-            rows.append(describe(info))
+            rows.append(describe_with_body(info))
             if len(rows) >= count:
                 break
     console = Console(json_mode=json_mode)
@@ -104,7 +111,12 @@ def print_(directory: Path, topic: str | None, queue_id: int | None, start: int,
                   [(r["offset"], r.get("topic", ""), r.get("queueId", ""), r.get("queueOffset", ""),
                     _time(r.get("storeTimestamp")), r.get("msgId", r.get("error", "")),
                     (r.get("properties") or {}).get("TAGS", ""), (r.get("properties") or {}).get("KEYS", ""),
-                    f"{r['bodyLength']} B" if "bodyLength" in r else "") for r in rows])
+                    _short(r["body"]) if "body" in r else "") for r in rows])
+
+
+def _short(text: str, n: int = 40) -> str:
+    text = text.replace("\n", "\\n")
+    return text if len(text) <= n else text[:n - 1] + "…"
 
 
 def _time(ms: object) -> str:

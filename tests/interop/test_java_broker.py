@@ -1,0 +1,158 @@
+"""Our tools against a real RocketMQ 4.9 cluster: Apache RocketMQ's own name server and broker
+(``tests/interop/java_broker.py``, ``$MQ_JAVA_BROKER_CLASSPATH``), and the store that broker writes.
+
+An operator who points `mq` at an existing RocketMQ cluster must find every command working; one who moves to
+`mq` must find the old store readable by `mq store` and servable by our broker, with its topics, consumer
+offsets and key index."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tests.interop.conftest import Daemons
+from tests.interop.helpers import mq_cli
+from tests.interop.java_broker import JavaBrokerUnavailable, JavaCluster
+
+pytestmark = pytest.mark.interop
+#: store geometry shared by the Java broker and the `Daemons` broker that later opens its store
+STORE_CONF = {"mappedFileSizeCommitLog": 32 * 1024 * 1024, "maxHashSlotNum": 50_000, "maxIndexNum": 200_000}
+
+
+@pytest.fixture
+def java_cluster(tmp_path):
+    c = JavaCluster(tmp_path / "java", traceTopicEnable="true", **STORE_CONF)
+    try:
+        c.start()
+    except JavaBrokerUnavailable as exc:
+        c.stop()
+        pytest.skip(str(exc))
+    try:
+        yield c
+    finally:
+        c.stop()
+
+
+def mq(ns: str, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "mq.cli.main", "-n", ns, *args], capture_output=True, text=True,
+                          timeout=90, stdin=subprocess.DEVNULL)
+
+
+def _until(fn, timeout: float = 30.0):
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            v = fn()
+        except AssertionError:
+            v = None
+        if v or time.monotonic() > deadline:
+            return v
+        time.sleep(0.5)
+
+
+def test_mq_commands_work_against_a_rocketmq_cluster(java_cluster):
+    ns, addr = java_cluster.namesrv, java_cluster.broker_addr
+    cluster = _until(lambda: mq_cli(ns, "clusterList"))
+    assert "java-broker" in json.dumps(cluster) and addr in json.dumps(cluster)
+
+    created = mq(ns, "updateTopic", "-t", "JT", "-c", "DefaultCluster", "-r", "4", "-w", "4")
+    assert created.returncode == 0, created.stderr
+    route = mq_cli(ns, "topicRoute", "-t", "JT")
+    assert route["brokerDatas"][0]["brokerName"] == "java-broker"
+    assert {q["readQueueNums"] for q in route["queueDatas"]} == {4}
+
+    tagged = mq_cli(ns, "send", "-t", "JT", "--tag", "TagA", "--keys", "order-1", "--body", "hello java broker")
+    assert tagged["status"] == "SEND_OK" and tagged["broker"] == "java-broker"
+    bulk = mq(ns, "send", "-t", "JT", "--tag", "TagB", "--count", "40", "--size", "200")
+    assert bulk.returncode == 0 and "sent 40 ok, 0 failed" in bulk.stdout.replace("\n", " "), bulk.stdout
+
+    # a tag filter evaluated by the Java broker and re-checked by us
+    pulled = mq_cli(ns, "pull", "-t", "JT", "--expression", "TagA", "--count", "10")
+    assert [(m["tags"], m["body"]) for m in pulled] == [("TagA", "hello java broker")]
+    assert len(mq_cli(ns, "pull", "-t", "JT", "--expression", "TagB", "--count", "100")) == 40
+
+    by_key = mq_cli(ns, "queryMsgByKey", "-t", "JT", "-k", "order-1")["messages"]
+    assert [(m["uniqKey"], m["offsetMsgId"], m["body"]) for m in by_key] == [
+        (tagged["msgId"], tagged["offsetMsgId"], "hello java broker")]
+    for msg_id in (tagged["msgId"], tagged["offsetMsgId"]):
+        found = mq_cli(ns, "queryMsgById", "-i", msg_id, "-t", "JT")
+        assert "hello java broker" in json.dumps(found), msg_id
+
+    status = mq_cli(ns, "topicStatus", "-t", "JT")["queues"]
+    assert sum(q["maxOffset"] - q["minOffset"] for q in status) == 41
+    stored = mq_cli(ns, "queryMsgByOffset", "-t", "JT", "-b", "java-broker", "-q", str(tagged["queueId"]),
+                    "-o", str(tagged["queueOffset"]))
+    assert "hello java broker" in json.dumps(stored)
+
+    assert mq(ns, "updateSubGroup", "-g", "JG", "-c", "DefaultCluster").returncode == 0
+    consumed = mq(ns, "consume", "-t", "JT", "-g", "JG", "--expression", "TagA", "--count", "1")
+    assert consumed.returncode == 0 and "hello java broker" in consumed.stdout, consumed.stderr
+    progress = _until(lambda: [q for q in mq_cli(ns, "consumerProgress", "-g", "JG")["queues"]
+                               if q["topic"] == "JT" and q["consumerOffset"] > 0])
+    assert progress, "the consumer's committed offset never reached the Java broker"
+
+    for cmd in (["brokerStatus", "-b", addr], ["getBrokerConfig", "-b", addr], ["topicList"], ["statsAll"],
+                ["getNamesrvConfig"], ["queryCq", "-t", "JT", "-q", "0", "-i", "0", "-c", "2", "-b", addr]):
+        r = mq(ns, *cmd, "--json")
+        assert r.returncode == 0, (cmd, r.stderr)
+        json.loads(r.stdout)
+
+    missing = mq(ns, "topicRoute", "-t", "NoSuchTopic")
+    assert missing.returncode != 0 and "no route" in missing.stderr.lower()
+
+
+def test_mq_trace_follows_a_message_through_a_rocketmq_broker(java_cluster):
+    ns = java_cluster.namesrv
+    assert _until(lambda: mq_cli(ns, "clusterList"))
+    sent = mq_cli(ns, "send", "-t", "TraceJT", "--tag", "T", "--keys", "k1", "--body", "traced", "--trace")
+    trace = _until(lambda: (t := mq_cli(ns, "trace", "-i", sent["msgId"], "--no-groups"))["pubs"] and t)
+    assert trace, "no Pub trace record came back from the Java broker's RMQ_SYS_TRACE_TOPIC"
+    [pub] = trace["pubs"]
+    assert (pub["topic"], pub["tags"], pub["keys"], pub["status"]) == ("TraceJT", "T", "k1", "success")
+    assert pub["store_host"] == java_cluster.broker_addr and pub["offset_msg_id"] == sent["offsetMsgId"]
+
+
+def test_a_store_written_by_rocketmq_is_read_by_mq_store_and_served_by_our_broker(java_cluster, tmp_path):
+    ns = java_cluster.namesrv
+    assert _until(lambda: mq_cli(ns, "clusterList"))
+    assert mq(ns, "updateTopic", "-t", "Moved", "-c", "DefaultCluster", "-r", "2", "-w", "2").returncode == 0
+    sent = [mq_cli(ns, "send", "-t", "Moved", "--tag", "T%d" % (i % 2), "--keys", f"key-{i}", "--body", f"m{i}")
+            for i in range(10)]
+    assert mq(ns, "updateSubGroup", "-g", "MG", "-c", "DefaultCluster").returncode == 0
+    assert mq(ns, "consume", "-t", "Moved", "-g", "MG", "--count", "3").returncode == 0
+    _until(lambda: sum(q["consumerOffset"] for q in mq_cli(ns, "consumerProgress", "-g", "MG")["queues"]
+                       if q["topic"] == "Moved") >= 3)
+    java_cluster.stop_broker()  # its shutdown hook persists the offsets
+
+    verify = subprocess.run([sys.executable, "-m", "mq.cli.main", "store", "verify", str(java_cluster.store),
+                             "--json"], capture_output=True, text=True, timeout=120)
+    assert verify.returncode == 0, verify.stdout + verify.stderr
+    printed = json.loads(subprocess.run([sys.executable, "-m", "mq.cli.main", "store", "print",
+                                         str(java_cluster.store), "-t", "Moved", "--count", "100", "--json"],
+                                        capture_output=True, text=True, timeout=120, check=True).stdout)
+    assert sorted(json.dumps(printed).count(f'"m{i}"') for i in range(10)) == [1] * 10
+
+    root = tmp_path / "ours"
+    root.mkdir()
+    shutil.copytree(java_cluster.store, root / "store")
+    ours = Daemons(str(root))
+    ours.start()
+    try:
+        our_ns = ours.namesrv.address
+        bodies = sorted(m["body"] for m in mq_cli(our_ns, "pull", "-t", "Moved", "--count", "100"))
+        assert bodies == sorted(f"m{i}" for i in range(10))
+        by_key = mq_cli(our_ns, "queryMsgByKey", "-t", "Moved", "-k", "key-7")["messages"]  # Java's index file
+        assert [m["body"] for m in by_key] == ["m7"]
+        assert "m4" in json.dumps(mq_cli(our_ns, "queryMsgById", "-i", sent[4]["msgId"], "-t", "Moved"))
+        offsets = sum(q["consumerOffset"] for q in mq_cli(our_ns, "consumerProgress", "-g", "MG")["queues"]
+                      if q["topic"] == "Moved")
+        assert offsets >= 3  # the group's committed offsets came with consumerOffset.json
+        more = mq_cli(our_ns, "send", "-t", "Moved", "--tag", "T0", "--body", "after the move")
+        assert more["status"] == "SEND_OK"
+    finally:
+        ours.stop()
