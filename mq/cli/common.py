@@ -12,6 +12,12 @@ T = TypeVar("T")
 json_option = click.option("--json", "json_mode", is_flag=True, help="Print the result as JSON.")
 
 
+def bool_option(*decls: str, default: bool = False, **kw: Any):
+    """A boolean option that takes mqadmin's ``-o true`` / ``-o false`` and also works bare (``-o``: true)."""
+    return click.option(*decls, type=click.BOOL, is_flag=False, flag_value=True, default=default,
+                        show_default=True, **kw)
+
+
 def with_admin(ctx_obj: Any, fn: Callable[[Any], Awaitable[T]], *, timeout: float = 5.0) -> T:
     """Run ``fn(admin)`` with an MQAdmin bound to the global name server addresses."""
     from mq.client.admin import MQAdmin

@@ -10,7 +10,7 @@ from typing import Any, Iterable
 
 import click
 
-from mq.cli.common import json_option, with_admin
+from mq.cli.common import bool_option, json_option, with_admin
 
 _MQADMIN_TIME = re.compile(r"^(\d{4})-(\d{2})-(\d{2})#(\d{2}):(\d{2}):(\d{2}):(\d{3})$")
 
@@ -203,15 +203,17 @@ def producer_connection(obj, group: str, topic: str, json_mode: bool) -> None:
 @click.option("-t", "--topic", required=True, help="Topic.")
 @click.option("-s", "--timestamp", "when", required=True,
               help="Epoch ms, ISO datetime, yyyy-MM-dd#HH:mm:ss:SSS, or 'now'/-1 for the latest offset.")
-@click.option("-f", "--force/--no-force", default=True, show_default=True,
-              help="Set each queue to the time's offset even if that moves it forward (--no-force: only move back).")
+@bool_option("-f", "--force", default=True,
+             help="Set each queue to the time's offset even if that moves it forward (false: only move back).")
+@click.option("--no-force", is_flag=True, help="The same as -f false.")
 @json_option
 @click.pass_obj
-def reset_offset_by_time(obj, group: str, topic: str, when: str, force: bool, json_mode: bool) -> None:
+def reset_offset_by_time(obj, group: str, topic: str, when: str, force: bool, no_force: bool, json_mode: bool) -> None:
     """Reset a group's offsets on a topic to the first message stored at or after a time."""
     from mq.cli.console import Console
 
     ts = _time_option(when)
+    force = force and not no_force
 
     async def run(admin) -> dict:
         from mq.errors import ConsumerNotOnlineError
@@ -298,7 +300,7 @@ def update_sub_group(obj, group: str, cluster: str | None, broker: str | None, c
 @click.option("-g", "--group", required=True, help="Consumer group name.")
 @click.option("-c", "--cluster", help="Delete on every master of this cluster.")
 @click.option("-b", "--broker-addr", "broker", help="Delete on this broker (ip:port).")
-@click.option("-r", "--remove-offset", is_flag=True, help="Also drop the group's committed offsets.")
+@bool_option("-r", "--remove-offset", help="Also drop the group's committed offsets.")
 @json_option
 @click.pass_obj
 def delete_sub_group(obj, group: str, cluster: str | None, broker: str | None, remove_offset: bool,

@@ -163,7 +163,8 @@ def query_msg_by_id(obj, msg_id: str, topic: str | None, json_mode: bool) -> Non
 @click.command("queryMsgByOffset")
 @click.option("-t", "--topic", required=True, help="Topic.")
 @click.option("-b", "--broker", required=True, help="Broker name (or its ip:port).")
-@click.option("-q", "--queue", "queue_id", type=click.IntRange(0), required=True, help="Queue id.")
+@click.option("-q", "-i", "--queue", "--queueId", "queue_id", type=click.IntRange(0), required=True,
+              help="Queue id (-i as mqadmin takes it).")
 @click.option("-o", "--offset", type=click.IntRange(0), required=True, help="Queue offset.")
 @json_option
 @click.pass_obj

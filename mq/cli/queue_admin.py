@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from mq.cli.common import json_option, with_admin
+from mq.cli.common import bool_option, json_option, with_admin
 
 def _valid_topic(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
     from mq.cli.consumer_status import valid_topic
@@ -50,8 +50,8 @@ def _fail_if_any(console: Any, rows: list[dict]) -> None:
 @click.option("-s", "--src-group", required=True, callback=_valid_group, help="Group whose offsets are copied.")
 @click.option("-d", "--dest-group", required=True, callback=_valid_group, help="Group that receives them.")
 @click.option("-t", "--topic", required=True, callback=_valid_topic, help="Topic whose offsets are copied.")
-@click.option("-o", "--offline", is_flag=True,
-              help="Copy even if the source group is online and does not subscribe to the topic.")
+@bool_option("-o", "--offline",
+             help="Copy even if the source group is online and does not subscribe to the topic.")
 @json_option
 @click.pass_obj
 def clone_group_offset(obj, src_group: str, dest_group: str, topic: str, offline: bool, json_mode: bool) -> None:

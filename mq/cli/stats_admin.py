@@ -23,7 +23,7 @@ from typing import Any
 
 import click
 
-from mq.cli.common import json_option, with_admin
+from mq.cli.common import bool_option, json_option, with_admin
 
 NO_CONSUMER = "NO_CONSUMER"
 #: stats names of VIEW_BROKER_STATS_DATA (Java ``Stats``)
@@ -40,14 +40,6 @@ def check_addr(ctx: Any, param: Any, value: str) -> str:
     if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
         raise click.BadParameter(f"must be host:port, got {value!r}")
     return value.strip()
-
-
-def parse_bool(ctx: Any, param: Any, value: str) -> bool:
-    """click callback: mqadmin's ``true`` / ``false`` option values (any case)."""
-    low = value.strip().lower()
-    if low not in ("true", "false"):
-        raise click.BadParameter(f"expected true or false, got {value!r}")
-    return low == "true"
 
 
 def consume_stats_rows(csl: Any, level: int = 0) -> list[dict[str, Any]]:
@@ -115,8 +107,7 @@ def _fail(console: Any, failures: list[str]) -> None:
 # ---------------------------------------------------------------------------------------------------------
 @click.command("brokerConsumeStats")
 @click.option("-b", "--broker-addr", "broker", required=True, callback=check_addr, help="Broker address (ip:port).")
-@click.option("-o", "--order", "is_order", default="false", show_default=True, callback=parse_bool,
-              help="true: order topics only.")
+@bool_option("-o", "--order", "is_order", help="true: order topics only.")
 @click.option("-l", "--level", type=int, default=0, show_default=True, help="Only queues whose diff is at least this.")
 @click.option("-t", "--timeout-millis", type=click.IntRange(min=1), default=50_000, show_default=True,
               help="Request timeout (ms).")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from mq.cli.common import json_option, with_admin
+from mq.cli.common import bool_option, json_option, with_admin
 
 
 def order_conf(brokers: dict[str, str], write_queue_nums: int) -> str:
@@ -44,8 +44,8 @@ def topic_status(obj, topic: str, json_mode: bool) -> None:
 @click.option("-w", "--write-queue-nums", type=click.IntRange(0, 1024), default=8, show_default=True)
 @click.option("-p", "--perm", type=click.IntRange(0, 7), default=6, show_default=True,
               help="2 = write, 4 = read, 6 = read+write.")
-@click.option("-o", "--order", is_flag=True, help="Ordered topic: also set ORDER_TOPIC_CONFIG on the name server.")
-@click.option("-u", "--unit", is_flag=True, hidden=True, help="Unit topic (topicSysFlag).")
+@bool_option("-o", "--order", help="Ordered topic: also set ORDER_TOPIC_CONFIG on the name server.")
+@bool_option("-u", "--unit", hidden=True, help="Unit topic (topicSysFlag).")
 @click.option("--filter-type", type=click.Choice(["SINGLE_TAG", "MULTI_TAG"]), default="SINGLE_TAG",
               show_default=True)
 @json_option

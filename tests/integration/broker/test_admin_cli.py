@@ -103,6 +103,27 @@ def test_update_topic_order_and_target_errors(cluster, mq, client):
     assert bad.exit_code == 1 and "NoSuchCluster" in str(bad.exception)
 
 
+def test_mqadmin_spellings_of_boolean_and_queue_options(cluster, mq, client):
+    """What an operator used to mqadmin types: ``-o true``/``-o false`` values, and ``queryMsgByOffset -i``."""
+    name = cluster.broker.broker_name
+    ordered = mq_json(mq, "updateTopic", "-t", "CliOrdV", "-b", cluster.broker_addr, "-w", "1", "-r", "1", "-o", "true")
+    assert ordered["orderConf"] == f"{name}:1"
+    plain = mq_json(mq, "updateTopic", "-t", "CliPlainV", "-b", cluster.broker_addr, "-o", "false")
+    assert not plain.get("orderConf")
+    send(cluster, client, "CliOrdV", b"first")
+    send(cluster, client, "CliOrdV", b"second")
+    at = mq_json(mq, "queryMsgByOffset", "-t", "CliOrdV", "-b", name, "-i", "0", "-o", "1")
+    assert at["body"] == "second"
+
+    commit(cluster, client, "CliGV", "CliOrdV", 0, 0)
+    # -f false only moves offsets back: the latest offset (2) is ahead of the committed 0, so it stays 0
+    kept = mq_json(mq, "resetOffsetByTime", "-g", "CliGV", "-t", "CliOrdV", "-s", "now", "-f", "false")
+    assert [o["offset"] for o in kept["offsets"]] == [0]
+    moved = mq_json(mq, "resetOffsetByTime", "-g", "CliGV", "-t", "CliOrdV", "-s", "now", "-f", "true")
+    assert [o["offset"] for o in moved["offsets"]] == [2]
+    assert mq("updateTopic", "-t", "CliOrdV", "-b", cluster.broker_addr, "-o", "maybe").exit_code == 2
+
+
 def test_consumer_progress_and_reset(cluster, mq, client):
     mq("updateTopic", "-t", "CliT2", "-c", "DefaultCluster", "-r", "2", "-w", "2")
     for i in range(6):

@@ -21,7 +21,7 @@ NS = ["-n", "127.0.0.1:1"]
     (["brokerConsumeStats"], "Missing option '-b'"),
     (["brokerConsumeStats", "-b", "10.0.0.1"], "must be host:port"),
     (["brokerConsumeStats", "-b", "10.0.0.1:99999"], "must be host:port"),
-    (["brokerConsumeStats", "-b", "10.0.0.1:10911", "-o", "yes"], "expected true or false"),
+    (["brokerConsumeStats", "-b", "10.0.0.1:10911", "-o", "maybe"], "is not a valid boolean"),
     (["brokerConsumeStats", "-b", "10.0.0.1:10911", "-l", "many"], "'-l'"),
     (["brokerConsumeStats", "-b", "10.0.0.1:10911", "-t", "0"], "'-t'"),
     (["producer"], "Missing option '-b'"),
