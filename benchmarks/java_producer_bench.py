@@ -7,19 +7,28 @@ synchronously. It prints "Send TPS" every 10 s; the first ``--warmup`` seconds (
 out. Prints the steady rate, the producer's average RT, and the broker process's CPU per message.
 
     python benchmarks/java_producer_bench.py [--seconds 90] [--warmup 30] [--threads 16] [--size 1024]
-        [--flush ASYNC_FLUSH|SYNC_FLUSH] [--classpath CP]
+        [--flush ASYNC_FLUSH|SYNC_FLUSH] [--classpath CP] [--broker mq|rocketmq]
 
 The classpath must hold rocketmq-example and rocketmq-client 4.9.x with their dependencies (default
 ``$MQ_JAVA_BENCH_CLASSPATH``), e.g. from ``mvn dependency:build-classpath`` on ``rocketmq-example``.
+
+``--broker rocketmq`` runs the same producer against Apache RocketMQ's own name server and broker instead
+(``tests/interop/java_broker.py``: ``$MQ_JAVA_BROKER_CLASSPATH``, a 2 GiB heap, store defaults otherwise), so the
+reference figure can be measured in the same hour as ours on this shared machine.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import re
 import subprocess
+import sys
+import tempfile
 import time
+from pathlib import Path
+from typing import Iterator
 
 import psutil
 
@@ -42,6 +51,28 @@ def cpu(p: psutil.Process) -> float:
     return t.user + t.system
 
 
+@contextlib.contextmanager
+def target(kind: str, flush: str) -> Iterator[tuple[str, psutil.Process]]:
+    """The name server address and the broker process: ours (``mq``) or RocketMQ's own (``rocketmq``)."""
+    if kind == "mq":
+        with daemons(broker_yaml=f"flushDiskType: {flush}\n") as (ns, env):
+            yield ns, broker_process(os.path.join(env["MQ_HOME"], "store"))
+        return
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from tests.interop.java_broker import JavaCluster
+
+    with tempfile.TemporaryDirectory(prefix="mq-rocketmq-bench-") as root:
+        cluster = JavaCluster(Path(root), heap="2g", flushDiskType=flush)
+        try:
+            cluster.start()
+            pid = next(p.pid for p in psutil.process_iter(["cmdline"])
+                       if "org.apache.rocketmq.broker.BrokerStartup" in (p.info["cmdline"] or [])
+                       and str(cluster.root / "broker.properties") in (p.info["cmdline"] or []))
+            yield cluster.namesrv, psutil.Process(pid)
+        finally:
+            cluster.stop()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seconds", type=float, default=90.0)
@@ -50,12 +81,13 @@ def main() -> None:
     ap.add_argument("--size", type=int, default=1024)
     ap.add_argument("--flush", default="ASYNC_FLUSH", choices=["ASYNC_FLUSH", "SYNC_FLUSH"])
     ap.add_argument("--classpath", default=os.environ.get("MQ_JAVA_BENCH_CLASSPATH", ""))
+    ap.add_argument("--broker", default="mq", choices=["mq", "rocketmq"],
+                    help="whose name server and broker to measure")
     a = ap.parse_args()
     if not a.classpath:
         raise SystemExit("give --classpath or MQ_JAVA_BENCH_CLASSPATH (rocketmq-example + rocketmq-client 4.9.x)")
     print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
-    with daemons(broker_yaml=f"flushDiskType: {a.flush}\n") as (ns, env):
-        broker = broker_process(os.path.join(env["MQ_HOME"], "store"))
+    with target(a.broker, a.flush) as (ns, broker):
         java = subprocess.Popen(["java", "-cp", a.classpath, "org.apache.rocketmq.example.benchmark.Producer",
                                  "-n", ns, "-w", str(a.threads), "-s", str(a.size), "-t", "BenchmarkTest"],
                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
@@ -89,7 +121,7 @@ def main() -> None:
     sent = sum(tps for tps, _, _ in windows) * 10  # each line covers 10 s
     rate = sent / (10 * len(windows))
     rt = sum(r for _, r, _ in windows) / len(windows)
-    print(f"{a.flush}: RocketMQ benchmark Producer, {a.threads} threads, {a.size} B: {rate:,.0f} sends/s "
+    print(f"{a.broker} broker, {a.flush}: RocketMQ benchmark Producer, {a.threads} threads, {a.size} B: {rate:,.0f} sends/s "
           f"(steady, {len(windows)} x 10 s), average RT {rt:.2f} ms, send failures {windows[-1][2]} in all; "
           f"broker CPU {(c1 - c0) / max(sent, 1) * 1e6:.1f} us/msg, {(c1 - c0) / (t1 - t0):.2f} cores", flush=True)
     print(window.summary(), flush=True)

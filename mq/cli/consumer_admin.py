@@ -65,6 +65,12 @@ def progress_totals(rows: Iterable[dict[str, Any]]) -> dict[str, int]:
             "lastTimestamp": max((r["lastTimestamp"] for r in rows), default=0)}
 
 
+def _valid_addr(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    from mq.cli.queue_admin import valid_addr
+
+    return valid_addr(ctx, param, value)
+
+
 def _time_option(value: str, *, now_ms: int | None = None) -> int:
     try:
         return parse_time(value, now_ms=now_ms)
@@ -76,7 +82,7 @@ def _time_option(value: str, *, now_ms: int | None = None) -> int:
 # commands
 # ---------------------------------------------------------------------------------------------------------
 @click.command("consumerProgress")
-@click.option("-g", "--group", help="Consumer group (default: every group the brokers know).")
+@click.option("-g", "--group", "--groupName", "group", help="Consumer group (default: every group the brokers know).")
 @click.option("-t", "--topic", help="Only this topic (with -g).")
 @json_option
 @click.pass_obj
@@ -142,19 +148,25 @@ def consumer_progress(obj, group: str | None, topic: str | None, json_mode: bool
 
 
 @click.command("consumerConnection")
-@click.option("-g", "--group", required=True, help="Consumer group.")
+@click.option("-g", "--group", "--consumerGroup", "group", required=True, help="Consumer group.")
+@click.option("-b", "--broker-addr", "--brokerAddr", "broker", default=None, callback=_valid_addr,
+              help="Ask only this broker (ip:port).  [default: every master]")
 @json_option
 @click.pass_obj
-def consumer_connection(obj, group: str, json_mode: bool) -> None:
+def consumer_connection(obj, group: str, broker: str | None, json_mode: bool) -> None:
     """Show the online clients of a consumer group and its subscriptions."""
     from mq.cli.console import Console
 
-    cc = with_admin(obj, lambda admin: admin.examine_consumer_connection_all(group))
+    if broker:
+        cc = with_admin(obj, lambda admin: admin.examine_consumer_connection_info(broker, group))
+    else:
+        cc = with_admin(obj, lambda admin: admin.examine_consumer_connection_all(group))
     console = Console(json_mode=json_mode)
     if json_mode:
         console.json(cc.to_json_value())
         return
-    console.table(f"Clients of {group}", ["#", "Client ID", "Client Addr", "Language", "Version"],
+    console.table(f"Clients of {group}" + (f" on {broker}" if broker else ""),
+                  ["#", "Client ID", "Client Addr", "Language", "Version"],
                   [(i + 1, c.client_id, c.client_addr, c.language.name, c.version)
                    for i, c in enumerate(cc.connection_set)])
     console.table("Subscriptions", ["Topic", "Expression", "Type", "Sub Version"],
@@ -165,7 +177,7 @@ def consumer_connection(obj, group: str, json_mode: bool) -> None:
 
 
 @click.command("producerConnection")
-@click.option("-g", "--group", required=True, help="Producer group.")
+@click.option("-g", "--group", "--producerGroup", "group", required=True, help="Producer group.")
 @click.option("-t", "--topic", required=True, help="A topic the group sends to (its brokers are asked).")
 @json_option
 @click.pass_obj
@@ -252,18 +264,25 @@ def _require_target(cluster: str | None, broker: str | None) -> None:
 
 
 @click.command("updateSubGroup")
-@click.option("-g", "--group", required=True, help="Consumer group name.")
-@click.option("-c", "--cluster", help="Create on every master of this cluster.")
-@click.option("-b", "--broker-addr", "broker", help="Create on this broker (ip:port).")
-@click.option("-s", "--consume-enable", type=bool, default=True, show_default=True)
-@click.option("-m", "--consume-from-min-enable", type=bool, default=True, show_default=True)
-@click.option("-d", "--consume-broadcast-enable", type=bool, default=True, show_default=True)
-@click.option("-q", "--retry-queue-nums", type=click.IntRange(0), default=1, show_default=True)
-@click.option("-r", "--retry-max-times", type=click.IntRange(0), default=16, show_default=True)
-@click.option("-i", "--broker-id", type=click.IntRange(0), default=0, show_default=True,
+@click.option("-g", "--group", "--groupName", "group", required=True, help="Consumer group name.")
+@click.option("-c", "--cluster", "--clusterName", "cluster", help="Create on every master of this cluster.")
+@click.option("-b", "--broker-addr", "--brokerAddr", "broker", help="Create on this broker (ip:port).")
+@click.option("-s", "--consume-enable", "--consumeEnable", "consume_enable", type=bool, default=True,
+              show_default=True)
+@click.option("-m", "--consume-from-min-enable", "--consumeFromMinEnable", "consume_from_min_enable", type=bool,
+              default=True, show_default=True)
+@click.option("-d", "--consume-broadcast-enable", "--consumeBroadcastEnable", "consume_broadcast_enable", type=bool,
+              default=True, show_default=True)
+@click.option("-q", "--retry-queue-nums", "--retryQueueNums", "retry_queue_nums", type=click.IntRange(0), default=1,
+              show_default=True)
+@click.option("-r", "--retry-max-times", "--retryMaxTimes", "retry_max_times", type=click.IntRange(0), default=16,
+              show_default=True)
+@click.option("-i", "--broker-id", "--brokerId", "broker_id", type=click.IntRange(0), default=0, show_default=True,
               help="Consume from this broker id.")
-@click.option("-w", "--which-broker-when-consume-slowly", type=click.IntRange(0), default=1, show_default=True)
-@click.option("-a", "--notify-consumer-ids-changed", type=bool, default=True, show_default=True)
+@click.option("-w", "--which-broker-when-consume-slowly", "--whichBrokerWhenConsumeSlowly",
+              "which_broker_when_consume_slowly", type=click.IntRange(0), default=1, show_default=True)
+@click.option("-a", "--notify-consumer-ids-changed", "--notifyConsumerIdsChanged", "notify_consumer_ids_changed",
+              type=bool, default=True, show_default=True)
 @json_option
 @click.pass_obj
 def update_sub_group(obj, group: str, cluster: str | None, broker: str | None, consume_enable: bool,
@@ -297,10 +316,11 @@ def update_sub_group(obj, group: str, cluster: str | None, broker: str | None, c
 
 
 @click.command("deleteSubGroup")
-@click.option("-g", "--group", required=True, help="Consumer group name.")
-@click.option("-c", "--cluster", help="Delete on every master of this cluster.")
-@click.option("-b", "--broker-addr", "broker", help="Delete on this broker (ip:port).")
-@bool_option("-r", "--remove-offset", help="Also drop the group's committed offsets.")
+@click.option("-g", "--group", "--groupName", "group", required=True, help="Consumer group name.")
+@click.option("-c", "--cluster", "--clusterName", "cluster", help="Delete on every master of this cluster.")
+@click.option("-b", "--broker-addr", "--brokerAddr", "broker", help="Delete on this broker (ip:port).")
+@bool_option("-r", "--remove-offset", "--removeOffset", "remove_offset",
+             help="Also drop the group's committed offsets.")
 @json_option
 @click.pass_obj
 def delete_sub_group(obj, group: str, cluster: str | None, broker: str | None, remove_offset: bool,

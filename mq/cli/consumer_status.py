@@ -199,9 +199,10 @@ async def _relay_addrs(admin, broker: str | None) -> list[str]:
 
 
 @click.command("consumerStatus")
-@click.option("-g", "--group", required=True, callback=valid_group, help="Consumer group.")
-@click.option("-i", "--client-id", default=None, help="Show the full running info of this client.")
-@click.option("-b", "--broker-addr", "broker", default=None,
+@click.option("-g", "--group", "--consumerGroup", "group", required=True, callback=valid_group, help="Consumer group.")
+@click.option("-i", "--client-id", "--clientId", "client_id", default=None,
+              help="Show the full running info of this client.")
+@click.option("-b", "--broker-addr", "--brokerAddr", "broker", default=None,
               help="Ask only this broker (ip:port) for the clients and to relay (default: every master).")
 @click.option("-s", "--jstack", is_flag=True, help="Ask the clients for a thread dump (Java clients send one).")
 @json_option
@@ -326,7 +327,7 @@ def _print_running_info(console, group: str, client_id: str, addr: str, info: di
 
 @click.command("allocateMQ")
 @click.option("-t", "--topic", required=True, callback=valid_topic, help="Topic whose readable queues are split.")
-@click.option("-i", "--ip-list", "ip_list", required=True, metavar="ID[,ID...]",
+@click.option("-i", "--ip-list", "--ipList", "ip_list", required=True, metavar="ID[,ID...]",
               help="Comma-separated client ids (or IPs) to split the queues over.")
 @json_option
 @click.pass_obj

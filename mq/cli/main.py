@@ -30,8 +30,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "updateTopic": ("mq.cli.topic_admin:update_topic", "Create or update a topic on a broker or cluster."),
     "deleteTopic": ("mq.cli.topic_admin:delete_topic", "Delete a topic from a cluster and the name servers."),
     "brokerStatus": ("mq.cli.broker_admin:broker_status", "Show a broker's runtime statistics."),
-    "getBrokerConfig": ("mq.cli.broker_admin:get_broker_config", "Show a broker's configuration."),
-    "updateBrokerConfig": ("mq.cli.broker_admin:update_broker_config", "Change a run-time setting of a broker."),
+    "getBrokerConfig": ("mq.cli.broker_admin:get_broker_config", "Show the configuration of a broker or cluster."),
+    "updateBrokerConfig": ("mq.cli.broker_admin:update_broker_config", "Change a run-time setting of a broker or cluster."),
     "consumerProgress": ("mq.cli.consumer_admin:consumer_progress", "Show consume progress (lag) of groups."),
     "consumerConnection": ("mq.cli.consumer_admin:consumer_connection", "Show the online clients of a consumer group."),
     "producerConnection": ("mq.cli.consumer_admin:producer_connection", "Show the online clients of a producer group."),
@@ -95,7 +95,7 @@ def _accept_namesrv_option(command: click.Command) -> None:
     if any(getattr(p, "name", None) == "namesrv" for p in command.params):
         return
     command.params.append(click.Option(
-        ["-n", "--namesrv"], expose_value=False, callback=_set_namesrv, is_eager=True,
+        ["-n", "--namesrv", "--namesrvAddr", "namesrv"], expose_value=False, callback=_set_namesrv, is_eager=True,
         help="Name server address(es), separated by ';' (also accepted before the command)."))
 
 

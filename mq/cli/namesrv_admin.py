@@ -165,7 +165,8 @@ def _write_perm_command(name: str, *, wipe: bool):
     count_key = "wipeTopicCount" if wipe else "addTopicCount"
 
     @click.command(name)
-    @click.option("-b", "--broker-name", "broker_name", required=True, help="Broker name (not address).")
+    @click.option("-b", "--broker-name", "--brokerName", "broker_name", required=True,
+                  help="Broker name (not address).")
     @json_option
     @click.pass_obj
     def command(obj, broker_name: str, json_mode: bool) -> None:
@@ -356,7 +357,7 @@ def topic_cluster_list(obj, topic: str, json_mode: bool) -> None:
 @click.option("-t", "--topic", required=True, help="Topic name.")
 @click.option("-m", "--method", required=True, type=click.Choice(["get", "put", "delete"]),
               help="get, put or delete the topic's ORDER_TOPIC_CONFIG entry.")
-@click.option("-v", "--order-conf", "order_conf", default=None,
+@click.option("-v", "--order-conf", "--orderConf", "order_conf", default=None,
               help="With -m put: brokerName:queueNums entries joined by ';' (e.g. 'broker-a:4;broker-b:4').")
 @json_option
 @click.pass_obj

@@ -83,7 +83,7 @@ def _print_message(console: Any, d: dict[str, Any]) -> None:
 
 @click.command("queryMsgByKey")
 @click.option("-t", "--topic", required=True, help="Topic.")
-@click.option("-k", "--key", required=True, help="Message key (one of the KEYS).")
+@click.option("-k", "--key", "--msgKey", "key", required=True, help="Message key (one of the KEYS).")
 @click.option("--begin", "begin", default="0", show_default=True, help="Stored at or after (epoch ms, ISO, 'now').")
 @click.option("--end", "end", default="now", show_default=True, help="Stored at or before.")
 @click.option("--max", "max_num", type=click.IntRange(1, 64 * 1024), default=64, show_default=True,
@@ -113,30 +113,51 @@ def query_msg_by_key(obj, topic: str, key: str, begin: str, end: str, max_num: i
                     m.properties.get("TAGS", ""), format_ms(m.store_timestamp), m.store_size) for m in msgs])
 
 
+def split_msg_ids(text: str) -> list[str]:
+    """The ids of mqadmin's ``-i id1,id2``: split on commas, blanks dropped, each checked (ValueError), in order
+    and without repeats."""
+    ids: list[str] = []
+    for part in text.split(","):
+        part = part.strip()
+        if part and part not in ids:
+            classify_msg_id(part)
+            ids.append(part)
+    if not ids:
+        raise ValueError("no message id given")
+    return ids
+
+
 @click.command("queryMsgById")
-@click.option("-i", "--msg-id", required=True, help="offsetMsgId, or a UNIQ_KEY (client msgId; needs -t).")
+@click.option("-i", "--msg-id", "--msgId", "msg_id", required=True, metavar="ID[,ID...]",
+              help="offsetMsgId, or a UNIQ_KEY (client msgId; needs -t); several separated by commas.")
 @click.option("-t", "--topic", help="Topic (needed for a UNIQ_KEY).")
 @json_option
 @click.pass_obj
 def query_msg_by_id(obj, msg_id: str, topic: str | None, json_mode: bool) -> None:
-    """Show one message, by offsetMsgId or by UNIQ_KEY: every field, its properties and a body preview."""
+    """Show messages, by offsetMsgId or by UNIQ_KEY: every field, its properties and a body preview.
+
+    With several ids each is looked up; any not found is named on stderr and makes the exit code 1."""
+    import sys
+
     from mq.cli.console import Console
     from mq.errors import BrokerError, MQError, QueryNotFoundError, RemotingError
 
     try:
-        kind, where = classify_msg_id(msg_id)
+        ids = split_msg_ids(msg_id)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="-i/--msg-id") from None
-    msg_id = msg_id.strip()
-    if kind is IdKind.UNIQ_KEY and not topic:
-        raise click.UsageError(f"{msg_id} does not decode to a broker address, so it is a UNIQ_KEY (the "
-                               "client's msgId): give its topic with -t")
+    kinds = {i: classify_msg_id(i)[0] for i in ids}
+    if not topic:
+        uniq = [i for i in ids if kinds[i] is IdKind.UNIQ_KEY]
+        if uniq:
+            raise click.UsageError(f"{', '.join(uniq)} does not decode to a broker address, so it is a UNIQ_KEY "
+                                   "(the client's msgId): give its topic with -t")
 
-    async def run(admin) -> tuple[str, list]:
+    async def lookup(admin, one_id: str) -> tuple[str, list]:
         failure: MQError | None = None
-        if kind is IdKind.OFFSET_MSG_ID:
+        if kinds[one_id] is IdKind.OFFSET_MSG_ID:
             try:
-                m = await admin.view_message_by_offset_msg_id(msg_id)
+                m = await admin.view_message_by_offset_msg_id(one_id)
                 if topic is None or m.topic == topic:
                     return IdKind.OFFSET_MSG_ID.value, [m]
             except (RemotingError, BrokerError) as exc:
@@ -144,25 +165,50 @@ def query_msg_by_id(obj, msg_id: str, topic: str | None, json_mode: bool) -> Non
             if not topic:
                 assert failure is not None
                 raise failure
-        msgs = await admin.query_message_by_key(topic, msg_id, 32, unique=True)
+        msgs = await admin.query_message_by_key(topic, one_id, 32, unique=True)
         if not msgs:
             if failure is not None:
                 raise failure
-            raise QueryNotFoundError(22, f"no message with id {msg_id} in topic {topic}")
+            raise QueryNotFoundError(22, f"no message with id {one_id} in topic {topic}")
         return IdKind.UNIQ_KEY.value, msgs
 
-    found_as, msgs = with_admin(obj, run)
+    async def run(admin) -> tuple[dict[str, tuple[str, list]], dict[str, str]]:
+        found, missing = {}, {}
+        for one_id in ids:
+            try:
+                found[one_id] = await lookup(admin, one_id)
+            except (RemotingError, BrokerError) as exc:
+                missing[one_id] = str(exc)
+        return found, missing
+
+    found, missing = with_admin(obj, run)
     console = Console(json_mode=json_mode)
+    docs = [{"msgId": i, "foundAs": found_as, "messages": [message_dict(m) for m in msgs]}
+            for i, (found_as, msgs) in found.items()]
     if json_mode:
-        console.json({"msgId": msg_id, "foundAs": found_as, "messages": [message_dict(m) for m in msgs]})
-        return
-    for m in msgs:
-        _print_message(console, message_dict(m))
+        if len(ids) > 1:
+            console.json(docs)
+        elif docs:  # one id: today's object (nothing on stdout when it is not found)
+            console.json(docs[0])
+    else:
+        for doc in docs:
+            if len(ids) > 1:
+                console.line(f"Message {doc['msgId']} (found as {doc['foundAs']}):")
+            for d in doc["messages"]:
+                _print_message(console, d)
+    if missing:
+        first, why = next(iter(missing.items()))
+        if len(ids) == 1:
+            console.error(f"message {first} not found: {why}")
+        else:
+            console.error(f"{len(missing)} of {len(ids)} message ids not found: {', '.join(missing)} "
+                          f"({first}: {why})")
+        sys.exit(1)
 
 
 @click.command("queryMsgByOffset")
 @click.option("-t", "--topic", required=True, help="Topic.")
-@click.option("-b", "--broker", required=True, help="Broker name (or its ip:port).")
+@click.option("-b", "--broker", "--brokerName", "broker", required=True, help="Broker name (or its ip:port).")
 @click.option("-q", "-i", "--queue", "--queueId", "queue_id", type=click.IntRange(0), required=True,
               help="Queue id (-i as mqadmin takes it).")
 @click.option("-o", "--offset", type=click.IntRange(0), required=True, help="Queue offset.")

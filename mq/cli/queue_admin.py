@@ -47,8 +47,10 @@ def _fail_if_any(console: Any, rows: list[dict]) -> None:
 # cloneGroupOffset
 # ---------------------------------------------------------------------------------------------
 @click.command("cloneGroupOffset")
-@click.option("-s", "--src-group", required=True, callback=_valid_group, help="Group whose offsets are copied.")
-@click.option("-d", "--dest-group", required=True, callback=_valid_group, help="Group that receives them.")
+@click.option("-s", "--src-group", "--srcGroup", "src_group", required=True, callback=_valid_group,
+              help="Group whose offsets are copied.")
+@click.option("-d", "--dest-group", "--destGroup", "dest_group", required=True, callback=_valid_group,
+              help="Group that receives them.")
 @click.option("-t", "--topic", required=True, callback=_valid_topic, help="Topic whose offsets are copied.")
 @bool_option("-o", "--offline",
              help="Copy even if the source group is online and does not subscribe to the topic.")
@@ -240,7 +242,8 @@ def _broker_request(obj, broker: str | None, cluster: str | None, method: str, w
 def _target_options(f):
     f = click.option("-c", "--cluster",
                      help="Every broker of this cluster.  [default: every cluster]")(f)
-    f = click.option("-b", "--broker-addr", "broker", callback=valid_addr, help="This broker (ip:port).")(f)
+    f = click.option("-b", "--broker-addr", "--brokerAddr", "broker", callback=valid_addr,
+                     help="This broker (ip:port).")(f)
     return f
 
 

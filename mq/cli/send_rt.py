@@ -173,9 +173,10 @@ _timeout_option = click.option("--timeout", type=click.FloatRange(0.1, 60.0), de
 # commands
 # ---------------------------------------------------------------------------------------------------------
 @click.command("sendMsgStatus")
-@click.option("-b", "--broker-name", "broker_name", required=True, callback=valid_topic,
+@click.option("-b", "--broker-name", "--brokerName", "broker_name", required=True, callback=valid_topic,
               help="Broker name (its own topic is used).")
-@_size_option
+@click.option("-s", "--size", "--messageSize", "size", type=click.IntRange(1, 4 * 1024 * 1024), default=DEFAULT_SIZE,
+              show_default=True, help="Body size in bytes.")
 @click.option("-c", "--count", type=click.IntRange(1, 1_000_000), default=50, show_default=True,
               help="Messages to send.")
 @_timeout_option
@@ -246,6 +247,16 @@ def check_msg_send_rt(obj, topic: str, amount: int, size: int, timeout: float, j
     _finish(console, summary)
 
 
+def effective_rounds(ctx: click.Context, rounds: int) -> int:
+    """clusterRT's rounds: ``-i`` without ``-r`` means mqadmin's endless loop (0); otherwise ``rounds``."""
+    from click.core import ParameterSource
+
+    given = {ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT}
+    if ctx.get_parameter_source("interval") in given and ctx.get_parameter_source("rounds") not in given:
+        return 0
+    return rounds
+
+
 def tlog_line(now: float, machine_room: str, cluster: str, broker: str, avg_rt_ms: float) -> str:
     """mqadmin clusterRT's ``-p true`` line: ``time|machineRoom|cluster|broker|rt`` (rt rounded half up)."""
     from decimal import ROUND_HALF_UP, Decimal
@@ -264,21 +275,22 @@ def tlog_line(now: float, machine_room: str, cluster: str, broker: str, avg_rt_m
               help="Print each broker as a `time|machineRoom|cluster|broker|rt` line instead of a table.")
 @click.option("-m", "--machine-room", default="noname", show_default=True, help="Machine room name for -p lines.")
 @click.option("-r", "--rounds", type=click.IntRange(0), default=1, show_default=True,
-              help="Rounds to run; 0 = until interrupted (Ctrl-C), as mqadmin's endless loop.")
+              help="Rounds to run; 0 = until interrupted (Ctrl-C), as mqadmin's endless loop (the default with -i).")
 @click.option("-i", "--interval", type=click.FloatRange(0), default=10.0, show_default=True,
-              help="Seconds between rounds (with --rounds other than 1).")
+              help="Seconds between rounds; given without --rounds, repeat until Ctrl-C as mqadmin does.")
 @_timeout_option
 @json_option
 @click.pass_obj
 def cluster_rt(obj, cluster: str | None, amount: int, size: int, tlog: bool, machine_room: str, rounds: int,
                interval: float, timeout: float, json_mode: bool) -> None:
     """For each broker of each cluster (or of -c), send AMOUNT messages to the broker-named topic; print success
-    count, failure count and average RT. One round unless --rounds says otherwise; with --json one JSON document
-    per round."""
+    count, failure count and average RT. One round unless --rounds says otherwise (or -i is given: every INTERVAL
+    seconds until Ctrl-C, as mqadmin); with --json one JSON document per round."""
     import asyncio
 
     from mq.cli.console import Console
 
+    rounds = effective_rounds(click.get_current_context(), rounds)
     console = Console(json_mode=json_mode)
 
     async def one_round(producer) -> list[dict[str, Any]]:

@@ -106,11 +106,12 @@ def _fail(console: Any, failures: list[str]) -> None:
 # commands
 # ---------------------------------------------------------------------------------------------------------
 @click.command("brokerConsumeStats")
-@click.option("-b", "--broker-addr", "broker", required=True, callback=check_addr, help="Broker address (ip:port).")
+@click.option("-b", "--broker-addr", "--brokerAddr", "broker", required=True, callback=check_addr,
+              help="Broker address (ip:port).")
 @bool_option("-o", "--order", "is_order", help="true: order topics only.")
 @click.option("-l", "--level", type=int, default=0, show_default=True, help="Only queues whose diff is at least this.")
-@click.option("-t", "--timeout-millis", type=click.IntRange(min=1), default=50_000, show_default=True,
-              help="Request timeout (ms).")
+@click.option("-t", "--timeout-millis", "--timeoutMillis", "timeout_millis", type=click.IntRange(min=1), default=50_000,
+              show_default=True, help="Request timeout (ms).")
 @json_option
 @click.pass_obj
 def broker_consume_stats(obj, broker: str, is_order: bool, level: int, timeout_millis: int, json_mode: bool) -> None:
@@ -135,7 +136,8 @@ def broker_consume_stats(obj, broker: str, is_order: bool, level: int, timeout_m
 
 
 @click.command("producer")
-@click.option("-b", "--broker-addr", "broker", required=True, callback=check_addr, help="Broker address (ip:port).")
+@click.option("-b", "--broker-addr", "--broker", "broker", required=True, callback=check_addr,
+              help="Broker address (ip:port).")
 @json_option
 @click.pass_obj
 def producer(obj, broker: str, json_mode: bool) -> None:
@@ -208,7 +210,7 @@ async def _topic_stats(admin: Any, topic: str, active_only: bool, failures: list
 
 @click.command("statsAll")
 @click.option("-t", "--topic", help="Only this topic.")
-@click.option("-a", "--active-topic", "active_only", is_flag=True,
+@click.option("-a", "--active-topic", "--activeTopic", "active_only", is_flag=True,
               help="Only topics with traffic in the last 24 hours.")
 @json_option
 @click.pass_obj
@@ -252,7 +254,8 @@ def stats_all(obj, topic: str | None, active_only: bool, json_mode: bool) -> Non
 @click.command("getConsumerStatus")
 @click.option("-g", "--group", required=True, help="Consumer group.")
 @click.option("-t", "--topic", required=True, help="Topic.")
-@click.option("-i", "--client-id", "client_id", default="", help="Only this client (its client id).")
+@click.option("-i", "--client-id", "--originClientId", "client_id", default="",
+              help="Only this client (its client id).")
 @json_option
 @click.pass_obj
 def get_consumer_status(obj, group: str, topic: str, client_id: str, json_mode: bool) -> None:

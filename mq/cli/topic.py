@@ -12,7 +12,8 @@ def _perm_text(perm: int) -> str:
 
 
 @click.command("topicList")
-@click.option("-c", "--cluster-detail", is_flag=True, help="Also show the cluster and brokers of each topic.")
+@click.option("-c", "--cluster-detail", "--clusterModel", "cluster_detail", is_flag=True,
+              help="Also show the cluster and brokers of each topic.")
 @json_option
 @click.pass_obj
 def topic_list(obj, cluster_detail: bool, json_mode: bool) -> None:

@@ -38,10 +38,12 @@ def topic_status(obj, topic: str, json_mode: bool) -> None:
 
 @click.command("updateTopic")
 @click.option("-t", "--topic", required=True, help="Topic name.")
-@click.option("-c", "--cluster", help="Create on every master of this cluster.")
-@click.option("-b", "--broker-addr", "broker", help="Create on this broker (ip:port).")
-@click.option("-r", "--read-queue-nums", type=click.IntRange(0, 1024), default=8, show_default=True)
-@click.option("-w", "--write-queue-nums", type=click.IntRange(0, 1024), default=8, show_default=True)
+@click.option("-c", "--cluster", "--clusterName", "cluster", help="Create on every master of this cluster.")
+@click.option("-b", "--broker-addr", "--brokerAddr", "broker", help="Create on this broker (ip:port).")
+@click.option("-r", "--read-queue-nums", "--readQueueNums", "read_queue_nums",
+              type=click.IntRange(0, 1024), default=8, show_default=True)
+@click.option("-w", "--write-queue-nums", "--writeQueueNums", "write_queue_nums",
+              type=click.IntRange(0, 1024), default=8, show_default=True)
 @click.option("-p", "--perm", type=click.IntRange(0, 7), default=6, show_default=True,
               help="2 = write, 4 = read, 6 = read+write.")
 @bool_option("-o", "--order", help="Ordered topic: also set ORDER_TOPIC_CONFIG on the name server.")
@@ -100,7 +102,8 @@ def update_topic(obj, topic: str, cluster: str | None, broker: str | None, read_
 
 @click.command("deleteTopic")
 @click.option("-t", "--topic", required=True, help="Topic name.")
-@click.option("-c", "--cluster", required=True, help="Delete from every master of this cluster.")
+@click.option("-c", "--cluster", "--clusterName", "cluster", required=True,
+              help="Delete from every master of this cluster.")
 @json_option
 @click.pass_obj
 def delete_topic(obj, topic: str, cluster: str, json_mode: bool) -> None:
@@ -152,8 +155,8 @@ def _valid_topic(ctx: click.Context, param: click.Parameter, value: str) -> str:
 @click.option("-t", "--topic", required=True, callback=_valid_topic, help="Topic name.")
 @click.option("-p", "--perm", required=True, type=click.Choice(["2", "4", "6"]),
               help="New permission: 2 = write, 4 = read, 6 = read+write.")
-@click.option("-b", "--broker-addr", "broker", help="Change it on this broker (ip:port).")
-@click.option("-c", "--cluster", help="Change it on every master of this cluster.")
+@click.option("-b", "--broker-addr", "--brokerAddr", "broker", help="Change it on this broker (ip:port).")
+@click.option("-c", "--cluster", "--clusterName", "cluster", help="Change it on every master of this cluster.")
 @json_option
 @click.pass_obj
 def update_topic_perm(obj, topic: str, perm: str, broker: str | None, cluster: str | None, json_mode: bool) -> None:

@@ -42,8 +42,9 @@ class JavaCluster:
     """A RocketMQ 4.9 name server and one broker (``brokerName`` java-broker, cluster DefaultCluster) on free
     loopback ports. ``broker_conf`` adds or overrides broker.conf keys."""
 
-    def __init__(self, root: Path, **broker_conf: object) -> None:
+    def __init__(self, root: Path, heap: str = "256m", **broker_conf: object) -> None:
         self.root = Path(root)
+        self.heap = heap
         self.classpath = os.environ.get("MQ_JAVA_BROKER_CLASSPATH", "")
         self.broker_conf = broker_conf
         self.namesrv_port = _free_port()
@@ -77,7 +78,7 @@ class JavaCluster:
                   "autoCreateTopicEnable": "true", **self.broker_conf}
         (self.root / "broker.properties").write_text("".join(f"{k}={v}\n" for k, v in broker.items()))
         env = {**os.environ, "ROCKETMQ_HOME": str(self.root)}
-        base = [java, "-Xms256m", "-Xmx256m", *JVM_OPENS, f"-Duser.home={self.root}", "-cp", self.classpath]
+        base = [java, f"-Xms{self.heap}", f"-Xmx{self.heap}", *JVM_OPENS, f"-Duser.home={self.root}", "-cp", self.classpath]
         self._spawn(base + ["org.apache.rocketmq.namesrv.NamesrvStartup", "-c", str(self.root / "namesrv.properties")],
                     env, "The Name Server boot success")
         self._spawn(base + ["org.apache.rocketmq.broker.BrokerStartup", "-c", str(self.root / "broker.properties")],

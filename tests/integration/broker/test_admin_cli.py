@@ -233,3 +233,126 @@ def test_error_paths_exit_non_zero_with_one_line(cluster):
         assert "Traceback" not in err
         if code == 1:
             assert len(lines) == 1, (args, err)
+
+
+def test_mqadmin_camel_case_long_names(cluster, mq, mq_at, client):
+    """What an operator used to mqadmin types: its long option names (--clusterName, --msgKey, --groupName...)."""
+    name = cluster.broker.broker_name
+    res = mq("updateTopic", "--topic", "CliCamel", "--clusterName", "DefaultCluster", "--readQueueNums", "2",
+             "--writeQueueNums", "2")
+    assert res.exit_code == 0, res.output
+    route = mq_json(mq, "topicRoute", "--topic", "CliCamel")
+    assert [(q["readQueueNums"], q["writeQueueNums"]) for q in route["queueDatas"]] == [(2, 2)]
+    sent = send(cluster, client, "CliCamel", b"camel", queue_id=1, keys="camel-key")
+    found = mq_json(mq, "queryMsgByKey", "--topic", "CliCamel", "--msgKey", "camel-key")["messages"]
+    assert [m["body"] for m in found] == ["camel"]
+    assert mq_json(mq, "queryMsgById", "--msgId", sent.msg_id)["messages"][0]["body"] == "camel"
+    at = mq_json(mq, "queryMsgByOffset", "--topic", "CliCamel", "--brokerName", name, "--queueId", "1", "--offset", "0")
+    assert at["body"] == "camel"
+
+    commit(cluster, client, "CliCamelG", "CliCamel", 1, 0)
+    progress = mq_json(mq, "consumerProgress", "--groupName", "CliCamelG")
+    assert [(q["queueId"], q["brokerOffset"], q["diff"]) for q in progress["queues"]] == [(0, 0, 0), (1, 1, 1)]
+
+    res = mq("updateSubGroup", "--groupName", "CliCamelSG", "--brokerAddr", cluster.broker_addr, "--retryMaxTimes", "7",
+             "--consumeBroadcastEnable", "false")
+    assert res.exit_code == 0, res.output
+    sg = cluster.broker.subscription_groups.get("CliCamelSG")
+    assert (sg.retry_max_times, sg.consume_broadcast_enable) == (7, False)
+    res = mq("deleteSubGroup", "--groupName", "CliCamelSG", "--clusterName", "DefaultCluster", "--removeOffset", "true")
+    assert res.exit_code == 0, res.output
+    assert cluster.broker.subscription_groups.get("CliCamelSG") is None
+
+    assert "putTps" in mq_json(mq, "brokerStatus", "--brokerAddr", cluster.broker_addr)
+    listed = mq("topicList", "--clusterModel")
+    assert listed.exit_code == 0 and "CliCamel" in listed.stdout
+    # mqadmin's -n namesrvAddr after the command wins over a dead global -n
+    res = mq_at("127.0.0.1:1", "topicStatus", "--namesrvAddr", cluster.namesrv_addr, "--topic", "CliCamel", "--json")
+    assert res.exit_code == 0, res.output
+    assert mq("deleteTopic", "--topic", "CliCamel", "--clusterName", "DefaultCluster").exit_code == 0
+    assert "CliCamel" not in [t["topic"] for t in mq_json(mq, "topicList")["topics"]]
+
+
+def test_consumer_connection_asks_only_the_given_broker(cluster, mq, client, run, broker_factory):
+    other = broker_factory(broker_name="cli-broker-b")
+    assert run(client.invoke(cluster.broker_addr, heartbeat_cmd("10.1.1.1@a", consumer_group="CliCCG",
+                                                                   topic="CliCCT"))).code == C.SUCCESS
+    assert run(client.invoke(other.address, heartbeat_cmd("10.1.1.2@b", consumer_group="CliCCG",
+                                                             topic="CliCCT"))).code == C.SUCCESS
+
+    def clients(*args: str) -> list[str]:
+        return sorted(c["clientId"] for c in mq_json(mq, "consumerConnection", *args)["connectionSet"])
+
+    assert clients("-g", "CliCCG") == ["10.1.1.1@a", "10.1.1.2@b"]  # without -b: every master
+    assert clients("-g", "CliCCG", "-b", cluster.broker_addr) == ["10.1.1.1@a"]
+    assert clients("--consumerGroup", "CliCCG", "--brokerAddr", other.address) == ["10.1.1.2@b"]
+    text = mq("consumerConnection", "-g", "CliCCG", "-b", other.address)
+    assert text.exit_code == 0 and "10.1.1.2@b" in text.stdout and "10.1.1.1@a" not in text.stdout
+    assert f"on {other.address}" in text.stdout
+
+    # a group online on the other broker only: -b of this one says so
+    assert run(client.invoke(other.address, heartbeat_cmd("10.1.1.3@b", consumer_group="CliCCG2"))).code == C.SUCCESS
+    assert clients("-g", "CliCCG2") == ["10.1.1.3@b"]
+    offline = mq("consumerConnection", "-g", "CliCCG2", "-b", cluster.broker_addr)
+    assert offline.exit_code == 1 and "not online" in str(offline.exception)
+
+
+def test_broker_config_of_every_master_of_a_cluster(cluster, mq, broker_factory):
+    other = broker_factory(broker_name="cli-broker-c")
+    addrs = {cluster.broker_addr: cluster.broker.broker_name, other.address: other.broker_name}
+
+    configs = mq_json(mq, "getBrokerConfig", "-c", "DefaultCluster")
+    assert {addr: cfg["brokerName"] for addr, cfg in configs.items()} == addrs
+    text = mq("getBrokerConfig", "--clusterName", "DefaultCluster")
+    assert text.exit_code == 0, text.output
+    for addr, broker_name in addrs.items():
+        assert f"Config of {addr}" in text.stdout and broker_name in text.stdout
+    single = mq_json(mq, "getBrokerConfig", "--brokerAddr", other.address)  # -b keeps its plain shape
+    assert single["brokerName"] == other.broker_name
+
+    res = mq("updateBrokerConfig", "-c", "DefaultCluster", "-k", "defaultTopicQueueNums", "-v", "5")
+    assert res.exit_code == 0, res.output
+    assert all(f"on {addr} success" in res.stdout for addr in addrs)
+    assert all(mq_json(mq, "getBrokerConfig", "-b", addr)["defaultTopicQueueNums"] == "5" for addr in addrs)
+    assert cluster.broker.config.default_topic_queue_nums == 5 and other.config.default_topic_queue_nums == 5
+    out = mq_json(mq, "updateBrokerConfig", "--clusterName", "DefaultCluster", "--key", "defaultTopicQueueNums",
+                  "--value", "6")
+    assert (out["cluster"], sorted(out["brokers"]), out["failed"]) == ("DefaultCluster", sorted(addrs), {})
+    assert all(mq_json(mq, "getBrokerConfig", "-b", addr)["defaultTopicQueueNums"] == "6" for addr in addrs)
+
+    refused = mq("updateBrokerConfig", "-c", "DefaultCluster", "-k", "mappedFileSizeCommitLog", "-v", "1024")
+    assert refused.exit_code == 1 and "2 of 2 broker(s) failed" in refused.stderr
+    assert "cannot be changed at run time" in refused.stderr
+    unknown = mq("getBrokerConfig", "-c", "NoSuchCluster")
+    assert unknown.exit_code == 1 and "NoSuchCluster" in str(unknown.exception)
+    assert mq("updateBrokerConfig", "-c", "NoSuchCluster", "-k", "defaultTopicQueueNums", "-v", "4").exit_code == 1
+
+
+def test_query_msg_by_id_takes_a_comma_separated_list(cluster, mq, client):
+    from mq.common.msg_id import create_offset_msg_id
+
+    mq("updateTopic", "-t", "CliIds", "-c", "DefaultCluster", "-r", "1", "-w", "1")
+    uniq = UniqKeyGenerator("127.0.0.1", pid=4242)
+    ids = [uniq.next() for _ in range(2)]
+    sent = [send(cluster, client, "CliIds", b"body %d" % i, uniq=ids[i]) for i in range(2)]
+
+    both = mq_json(mq, "queryMsgById", "-i", f"{sent[0].msg_id},{sent[1].msg_id}")
+    assert [(d["msgId"], d["foundAs"], [m["body"] for m in d["messages"]]) for d in both] == [
+        (sent[0].msg_id, "offsetMsgId", ["body 0"]), (sent[1].msg_id, "offsetMsgId", ["body 1"])]
+    by_uniq = mq_json(mq, "queryMsgById", "--msgId", f"{ids[1]}, {ids[0]}", "-t", "CliIds")
+    assert [(d["msgId"], d["messages"][0]["body"]) for d in by_uniq] == [(ids[1], "body 1"), (ids[0], "body 0")]
+    text = mq("queryMsgById", "-i", f"{sent[0].msg_id},{sent[1].msg_id}")
+    assert text.exit_code == 0 and "body 0" in text.stdout and "body 1" in text.stdout
+    assert f"Message {sent[1].msg_id}" in text.stdout
+
+    host, port = cluster.broker_addr.rsplit(":", 1)
+    ghost = create_offset_msg_id((host, int(port)), 10 ** 9)  # on the broker, past its commit log
+    res = mq("queryMsgById", "-i", f"{sent[0].msg_id},{ghost}", "--json")
+    assert res.exit_code == 1, res.output
+    assert [d["msgId"] for d in json.loads(res.stdout)] == [sent[0].msg_id]  # the one found is still printed
+    assert ghost in res.stderr and sent[0].msg_id not in res.stderr and "1 of 2" in res.stderr
+    unknown_uniq = UniqKeyGenerator("127.0.0.1", pid=4243).next()
+    res = mq("queryMsgById", "-i", f"{ids[0]},{unknown_uniq}", "-t", "CliIds")
+    assert res.exit_code == 1 and unknown_uniq in res.stderr and "body 0" in res.stdout
+    alone = mq("queryMsgById", "-i", ghost, "--json")
+    assert alone.exit_code == 1 and alone.stdout == "" and f"message {ghost} not found" in alone.stderr
