@@ -10,7 +10,13 @@ import sys
 import tempfile
 import time
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Iterator
+
+import psutil
+
+#: whose name server and broker ``brokers`` starts
+BROKER_KINDS = ("mq", "rocketmq")
 
 
 def free_port() -> int:
@@ -64,3 +70,39 @@ def daemons(*, broker: bool = True, broker_yaml: str = "") -> Iterator[tuple[str
             p.terminate()
             p.wait(timeout=30)
         shutil.rmtree(home, ignore_errors=True)  # a broker's store reserves its 1 GiB segments up front
+
+
+def _broker_process(match: list[str]) -> psutil.Process:
+    for p in psutil.process_iter(["cmdline"]):
+        cmd = p.info["cmdline"] or []
+        if all(m in cmd for m in match):
+            return p
+    raise SystemExit("the broker process was not found")
+
+
+@contextmanager
+def brokers(kind: str, flush: str = "ASYNC_FLUSH") -> Iterator[tuple[str, psutil.Process]]:
+    """A name server and a broker, ours (``mq``: ``daemons``) or Apache RocketMQ 4.9's own (``rocketmq``:
+    ``tests/interop/java_broker.py``, classpath in ``$MQ_JAVA_BROKER_CLASSPATH``, 2 GiB heaps, RocketMQ's store
+    defaults otherwise); yields (name server address, the broker's process) and always stops both."""
+    if kind == "mq":
+        with daemons(broker_yaml=f"flushDiskType: {flush}\n") as (ns, env):
+            yield ns, _broker_process(["broker", os.path.join(env["MQ_HOME"], "store")])
+        return
+    if kind != "rocketmq":
+        raise ValueError(f"unknown broker kind {kind!r}")
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from tests.interop.java_broker import JavaBrokerUnavailable, JavaCluster
+
+    with tempfile.TemporaryDirectory(prefix="mq-rocketmq-bench-") as root:
+        cluster = JavaCluster(Path(root), heap="2g", flushDiskType=flush)
+        try:
+            cluster.start()
+        except JavaBrokerUnavailable as exc:
+            cluster.stop()
+            raise SystemExit(f"cannot run RocketMQ's broker: {exc}") from None
+        try:
+            yield cluster.namesrv, _broker_process(["org.apache.rocketmq.broker.BrokerStartup",
+                                                    str(cluster.root / "broker.properties")])
+        finally:
+            cluster.stop()

@@ -13,64 +13,29 @@ The classpath must hold rocketmq-example and rocketmq-client 4.9.x with their de
 ``$MQ_JAVA_BENCH_CLASSPATH``), e.g. from ``mvn dependency:build-classpath`` on ``rocketmq-example``.
 
 ``--broker rocketmq`` runs the same producer against Apache RocketMQ's own name server and broker instead
-(``tests/interop/java_broker.py``: ``$MQ_JAVA_BROKER_CLASSPATH``, a 2 GiB heap, store defaults otherwise), so the
-reference figure can be measured in the same hour as ours on this shared machine.
+(``bench_daemons.brokers``), so the reference figure can be measured in the same hour as ours on this shared
+machine.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import re
 import subprocess
-import sys
-import tempfile
 import time
-from pathlib import Path
-from typing import Iterator
 
 import psutil
 
-from bench_daemons import daemons
+from bench_daemons import BROKER_KINDS, brokers
 from machine import CpuWindow
 
 _TPS = re.compile(r"Send TPS: *(\d+) .*Average RT\(ms\): *([\d.]+) .*Send Failed: *(\d+)")
 
 
-def broker_process(store_dir: str) -> psutil.Process:
-    for p in psutil.process_iter(["cmdline"]):
-        cmd = p.info["cmdline"] or []
-        if "broker" in cmd and store_dir in cmd:
-            return p
-    raise SystemExit("the broker process was not found")
-
-
 def cpu(p: psutil.Process) -> float:
     t = p.cpu_times()
     return t.user + t.system
-
-
-@contextlib.contextmanager
-def target(kind: str, flush: str) -> Iterator[tuple[str, psutil.Process]]:
-    """The name server address and the broker process: ours (``mq``) or RocketMQ's own (``rocketmq``)."""
-    if kind == "mq":
-        with daemons(broker_yaml=f"flushDiskType: {flush}\n") as (ns, env):
-            yield ns, broker_process(os.path.join(env["MQ_HOME"], "store"))
-        return
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from tests.interop.java_broker import JavaCluster
-
-    with tempfile.TemporaryDirectory(prefix="mq-rocketmq-bench-") as root:
-        cluster = JavaCluster(Path(root), heap="2g", flushDiskType=flush)
-        try:
-            cluster.start()
-            pid = next(p.pid for p in psutil.process_iter(["cmdline"])
-                       if "org.apache.rocketmq.broker.BrokerStartup" in (p.info["cmdline"] or [])
-                       and str(cluster.root / "broker.properties") in (p.info["cmdline"] or []))
-            yield cluster.namesrv, psutil.Process(pid)
-        finally:
-            cluster.stop()
 
 
 def main() -> None:
@@ -81,13 +46,13 @@ def main() -> None:
     ap.add_argument("--size", type=int, default=1024)
     ap.add_argument("--flush", default="ASYNC_FLUSH", choices=["ASYNC_FLUSH", "SYNC_FLUSH"])
     ap.add_argument("--classpath", default=os.environ.get("MQ_JAVA_BENCH_CLASSPATH", ""))
-    ap.add_argument("--broker", default="mq", choices=["mq", "rocketmq"],
+    ap.add_argument("--broker", default="mq", choices=BROKER_KINDS,
                     help="whose name server and broker to measure")
     a = ap.parse_args()
     if not a.classpath:
         raise SystemExit("give --classpath or MQ_JAVA_BENCH_CLASSPATH (rocketmq-example + rocketmq-client 4.9.x)")
     print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
-    with target(a.broker, a.flush) as (ns, broker):
+    with brokers(a.broker, a.flush) as (ns, broker):
         java = subprocess.Popen(["java", "-cp", a.classpath, "org.apache.rocketmq.example.benchmark.Producer",
                                  "-n", ns, "-w", str(a.threads), "-s", str(a.size), "-t", "BenchmarkTest"],
                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
