@@ -7,6 +7,7 @@ clock), split at the broker's store timestamp (millisecond clocks, so each part 
 the rate actually reached.
 
     python benchmarks/e2e_latency_bench.py [--rate 5000] [--seconds 20] [--size 1024] [--loop-lag]
+        [--broker mq|rocketmq]
 
 ``--loop-lag`` also runs a probe in the consumer's event loop (a 1 ms sleep, timed, over and over) and prints how
 late it woke: stalls of the consumer process itself (CPU shared with the broker and the producer on a 2-core
@@ -21,7 +22,7 @@ import subprocess
 import sys
 import time
 
-from bench_daemons import daemons, percentile as pct
+from bench_daemons import BROKER_KINDS, brokers, percentile as pct
 from machine import CpuWindow
 
 PRODUCER = r'''
@@ -105,7 +106,7 @@ async def consume(ns: str, topic: str, args, lat: list[float]) -> None:
     await c.shutdown()
     print(f"producer: {line}")
     warm = lat[len(lat) // 20:]  # drop the first 5 % (route discovery, rebalance)
-    print(f"end to end, 1 producer process -> broker process -> push consumer, {args.size} B at "
+    print(f"end to end, 1 producer process -> {args.broker} broker process -> push consumer, {args.size} B at "
           f"{args.rate:,.0f} msg/s offered: {sent / args.seconds:,.0f} msg/s sent, {len(lat)} received")
     print(f"  born -> callback p50 {pct(warm, 50):.1f} ms   p99 {pct(warm, 99):.1f} ms   max {max(warm):.1f} ms")
     parts = split[len(split) // 20:]
@@ -124,10 +125,12 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=20.0)
     ap.add_argument("--size", type=int, default=1024)
     ap.add_argument("--loop-lag", action="store_true", help="probe the consumer's event-loop stalls")
+    ap.add_argument("--broker", default="mq", choices=BROKER_KINDS,
+                    help="whose name server and broker carry the messages (rocketmq: RocketMQ's own)")
     args = ap.parse_args()
-    with daemons() as (ns, env):
+    with brokers(args.broker) as (ns, _broker):
         subprocess.run([sys.executable, "-m", "mq.cli.main", "-n", ns, "updateTopic", "-t", "BenchE2E", "-c",
-                        "DefaultCluster", "-r", "4", "-w", "4"], env=env, check=True, capture_output=True)
+                        "DefaultCluster", "-r", "4", "-w", "4"], check=True, capture_output=True)
         from mq.remoting import run
 
         lat: list[float] = []
