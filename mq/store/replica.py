@@ -17,6 +17,11 @@ to the segment end, whatever they are)::
 ``max_bytes``, except that the first unit is always whole (a record larger than ``max_bytes``, or a BLANK tail,
 goes alone). ``parse_chunk`` (slave) validates a received chunk completely before anything is written and
 returns the dispatch requests for its records. Both are pure functions of bytes.
+
+RocketMQ's own master does not keep to record boundaries: it sends up to ``haTransferBatchSize`` (32 KiB) of
+raw log at a time, cutting records anywhere, and its slave appends whatever arrives. ``ChunkAssembler`` lets our
+slave follow such a master: it gathers the transferred bytes and hands out only whole units (``whole_units``),
+keeping a cut record until the rest of it arrives. From our own master every transfer is whole already.
 """
 
 from __future__ import annotations
@@ -104,3 +109,71 @@ def parse_chunk(data: bytes, phy_offset: int, file_size: int, *, delay_levels_ms
     finally:
         view.release()
     return ParsedChunk(requests, requests[-1].store_timestamp if requests else 0)
+
+
+def whole_units(data: bytes | bytearray | memoryview, phy_offset: int, file_size: int) -> int:
+    """How many leading bytes of ``data`` (log bytes from ``phy_offset``) form whole units: records, or a BLANK
+    record with the rest of its segment. Reads sizes and magic codes only (``parse_chunk`` checks the rest);
+    ``ValueError`` when a unit starts with neither magic code or with an impossible size."""
+    n = len(data)
+    seg_end = file_size - phy_offset % file_size  # relative to data[0]
+    unpack = UNIT_HEAD.unpack_from
+    pos = 0
+    while pos + 8 <= n:
+        total, magic = unpack(data, pos)
+        if magic == MESSAGE_MAGIC_CODE:
+            if total < MIN_RECORD_SIZE or pos + total > seg_end:
+                raise ValueError(f"record at {phy_offset + pos} has an impossible size {total}")
+            if pos + total > n:
+                break
+            pos += total
+        elif magic == BLANK_MAGIC_CODE:
+            if pos + total != seg_end:
+                raise ValueError(f"BLANK record at {phy_offset + pos} does not close its segment")
+            return seg_end if seg_end <= n else pos
+        else:
+            raise ValueError(f"no record starts at {phy_offset + pos}")
+    return pos
+
+
+class ChunkAssembler:
+    """Slave side: the master's transfer frames in, whole-unit chunks for ``append_replica`` out.
+
+    ``feed(frame offset, body, local max offset)`` checks that the frame continues the stream (at the local max
+    offset plus what is held back; an empty store starts anywhere, ``append_replica`` checks where) and returns
+    ``[(offset, bytes)]`` to append in order. Bytes of a unit not yet whole are held back; ``held`` says how many.
+    ``ValueError`` for a frame that does not continue the stream or bytes that are not log units."""
+
+    __slots__ = ("file_size", "_buf", "_at")
+
+    def __init__(self, file_size: int) -> None:
+        self.file_size = file_size
+        self._buf = bytearray()
+        self._at = 0
+
+    @property
+    def held(self) -> int:
+        return len(self._buf)
+
+    def expected(self, local_max: int) -> int:
+        """Where the next frame must start."""
+        return self._at + len(self._buf) if self._buf else local_max
+
+    def feed(self, phy_offset: int, body: bytes, local_max: int, *, empty: bool = False) -> list[tuple[int, bytes]]:
+        if phy_offset != self.expected(local_max) and not (empty and not self._buf):
+            raise ValueError(f"offset mismatch: master sends {phy_offset}, slave expects {self.expected(local_max)}")
+        if not body:
+            return []
+        if not self._buf:
+            self._at = phy_offset
+        buf = self._buf
+        buf += body
+        out: list[tuple[int, bytes]] = []
+        while buf:
+            n = whole_units(buf, self._at, self.file_size)
+            if n == 0:
+                break
+            out.append((self._at, bytes(buf[:n])))
+            del buf[:n]
+            self._at += n
+        return out

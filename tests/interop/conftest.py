@@ -36,10 +36,10 @@ class Daemons:
             await self.namesrv.start()
             self.broker = BrokerController(
                 BrokerConfig(listen_port=0, namesrv_addr=self.namesrv.address, **self.broker_options),
-                store_config=StoreConfig(store_path_root_dir=f"{self.root}/store",
-                                         mapped_file_size_commit_log=32 * 1024 * 1024,
-                                         max_hash_slot_num=50_000, max_index_num=200_000,
-                                         **self.store_options))
+                store_config=StoreConfig(**{"store_path_root_dir": f"{self.root}/store",
+                                            "mapped_file_size_commit_log": 32 * 1024 * 1024,
+                                            "max_hash_slot_num": 50_000, "max_index_num": 200_000,
+                                            **self.store_options}))
             await self.broker.start()
 
         self.call(up())

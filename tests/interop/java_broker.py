@@ -40,11 +40,13 @@ def _free_port() -> int:
 
 class JavaCluster:
     """A RocketMQ 4.9 name server and one broker (``brokerName`` java-broker, cluster DefaultCluster) on free
-    loopback ports. ``broker_conf`` adds or overrides broker.conf keys."""
+    loopback ports; with ``namesrv`` (an address) only the broker, registering there. ``broker_conf`` adds or
+    overrides broker.conf keys."""
 
-    def __init__(self, root: Path, heap: str = "256m", **broker_conf: object) -> None:
+    def __init__(self, root: Path, heap: str = "256m", namesrv: str | None = None, **broker_conf: object) -> None:
         self.root = Path(root)
         self.heap = heap
+        self._external_namesrv = namesrv
         self.classpath = os.environ.get("MQ_JAVA_BROKER_CLASSPATH", "")
         self.broker_conf = broker_conf
         self.namesrv_port = _free_port()
@@ -54,7 +56,7 @@ class JavaCluster:
 
     @property
     def namesrv(self) -> str:
-        return f"127.0.0.1:{self.namesrv_port}"
+        return self._external_namesrv or f"127.0.0.1:{self.namesrv_port}"
 
     @property
     def broker_addr(self) -> str:
@@ -79,8 +81,9 @@ class JavaCluster:
         (self.root / "broker.properties").write_text("".join(f"{k}={v}\n" for k, v in broker.items()))
         env = {**os.environ, "ROCKETMQ_HOME": str(self.root)}
         base = [java, f"-Xms{self.heap}", f"-Xmx{self.heap}", *JVM_OPENS, f"-Duser.home={self.root}", "-cp", self.classpath]
-        self._spawn(base + ["org.apache.rocketmq.namesrv.NamesrvStartup", "-c", str(self.root / "namesrv.properties")],
-                    env, "The Name Server boot success")
+        if self._external_namesrv is None:
+            self._spawn(base + ["org.apache.rocketmq.namesrv.NamesrvStartup", "-c",
+                                str(self.root / "namesrv.properties")], env, "The Name Server boot success")
         self._spawn(base + ["org.apache.rocketmq.broker.BrokerStartup", "-c", str(self.root / "broker.properties")],
                     env, "boot success")
 
@@ -102,7 +105,7 @@ class JavaCluster:
 
     def stop_broker(self) -> None:
         """Stop the broker (SIGTERM: its shutdown hook flushes and closes the store), leaving the name server."""
-        if len(self._procs) > 1:
+        if len(self._procs) > (0 if self._external_namesrv else 1):
             self._stop(self._procs.pop())
 
     def stop(self) -> None:

@@ -1,14 +1,17 @@
 """Our tools against a real RocketMQ 4.9 cluster: Apache RocketMQ's own name server and broker
-(``tests/interop/java_broker.py``, ``$MQ_JAVA_BROKER_CLASSPATH``), and the store that broker writes.
+(``tests/interop/java_broker.py``, ``$MQ_JAVA_BROKER_CLASSPATH``), the store that broker writes, and replication
+between its brokers and ours.
 
 An operator who points `mq` at an existing RocketMQ cluster must find every command working; one who moves to
 `mq` must find the old store readable by `mq store` and servable by our broker, with its topics, consumer
-offsets and key index."""
+offsets and key index; one who mixes them must find a slave of either kind following a master of the other."""
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -155,4 +158,88 @@ def test_a_store_written_by_rocketmq_is_read_by_mq_store_and_served_by_our_broke
         more = mq_cli(our_ns, "send", "-t", "Moved", "--tag", "T0", "--body", "after the move")
         assert more["status"] == "SEND_OK"
     finally:
+        ours.stop()
+
+
+def _max_offset(ns: str, addr: str) -> int:
+    return int(mq_cli(ns, "brokerStatus", "-b", addr)["commitLogMaxOffset"])
+
+
+def _verify(store) -> dict:
+    res = subprocess.run([sys.executable, "-m", "mq.cli.main", "store", "verify", str(store), "--json"],
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stdout + res.stderr
+    return json.loads(res.stdout)
+
+
+def test_our_slave_follows_a_rocketmq_master(tmp_path):
+    """RocketMQ's master sends 32 KiB of raw log at a time, cutting records anywhere; our slave holds a cut record
+    back until it is whole. Small segments make the stream cross BLANK tails too."""
+    seg = 1024 * 1024
+    master = JavaCluster(tmp_path / "java", mappedFileSizeCommitLog=seg)
+    try:
+        master.start()
+    except JavaBrokerUnavailable as exc:
+        master.stop()
+        pytest.skip(str(exc))
+    slave = None
+    try:
+        ns = master.namesrv
+        assert _until(lambda: mq_cli(ns, "clusterList"))
+        assert mq(ns, "updateTopic", "-t", "HaT", "-c", "DefaultCluster", "-r", "2", "-w", "2").returncode == 0
+        assert mq(ns, "send", "-t", "HaT", "--count", "3000", "--size", "700").returncode == 0  # ~2.9 segments
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
+        conf = tmp_path / "slave.yaml"
+        conf.write_text(f"brokerName: java-broker\nbrokerId: 1\nbrokerRole: SLAVE\nlistenPort: {port}\n"
+                        f"haListenPort: 0\nnamesrvAddr: {ns}\nstorePathRootDir: {tmp_path / 'slave-store'}\n"
+                        f"mappedFileSizeCommitLog: {seg}\n")
+        slave = subprocess.Popen([sys.executable, "-m", "mq.cli.main", "broker", "start", "--config", str(conf)],
+                                 env={**os.environ, "MQ_HOME": str(tmp_path / "mq-home")},
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        addr = f"127.0.0.1:{port}"
+        assert _until(lambda: _max_offset(ns, addr) > 0, 60), "the slave never received anything"
+        assert mq(ns, "send", "-t", "HaT", "--count", "2000", "--size", "700").returncode == 0  # crosses segments
+        end = _max_offset(ns, master.broker_addr)
+        assert _until(lambda: _max_offset(ns, addr) == end, 60), (_max_offset(ns, addr), end)
+        slave.terminate()
+        assert slave.wait(60) == 0
+        report = _verify(tmp_path / "slave-store")
+        # an empty slave starts at the master's last segment (RocketMQ's rule), then follows to the end
+        assert report["endOffset"] == end and report["records"] > 2000 and report["badRecords"] == 0
+    finally:
+        if slave is not None and slave.poll() is None:
+            slave.kill()
+            slave.wait()
+        master.stop()
+
+
+def test_a_rocketmq_slave_follows_our_master(tmp_path):
+    seg = 1024 * 1024
+    ours = Daemons(str(tmp_path / "ours"), mapped_file_size_commit_log=seg)
+    (tmp_path / "ours").mkdir()
+    ours.start()
+    slave = None
+    try:
+        ns = ours.namesrv.address
+        assert mq(ns, "updateTopic", "-t", "HaT", "-c", "DefaultCluster", "-r", "2", "-w", "2").returncode == 0
+        assert mq(ns, "send", "-t", "HaT", "--count", "2000", "--size", "700").returncode == 0
+        slave = JavaCluster(tmp_path / "java", namesrv=ns, brokerName=ours.broker.broker_name, brokerId=1,
+                            brokerRole="SLAVE", mappedFileSizeCommitLog=seg)
+        try:
+            slave.start()
+        except JavaBrokerUnavailable as exc:
+            pytest.skip(str(exc))
+        assert mq(ns, "send", "-t", "HaT", "--count", "2000", "--size", "700").returncode == 0
+        end = ours.broker.store.get_max_phy_offset()
+        assert _until(lambda: _max_offset(ns, slave.broker_addr) == end, 60), \
+            (_max_offset(ns, slave.broker_addr), end)
+        slave.stop_broker()
+        report = _verify(slave.store)
+        # an empty slave starts at the master's last segment (RocketMQ's rule, kept by our master too)
+        assert report["endOffset"] == end and report["records"] > 0 and report["badRecords"] == 0
+    finally:
+        if slave is not None:
+            slave.stop()
         ours.stop()

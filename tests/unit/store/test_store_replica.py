@@ -20,6 +20,7 @@ from mq.common import sysflag as SF
 from mq.common.record import BLANK, BLANK_MAGIC_CODE, decode_records
 from mq.store import tools
 from mq.store.mapped_file import StoreError
+from mq.store.replica import ChunkAssembler, whole_units
 from mq.store.message_store import MessageStore
 from mq.store.status import PutMessageStatus, ReplicaOffsetError
 
@@ -559,3 +560,66 @@ def test_copy_property(seed, n, chunks, start_last, sync):
         finally:
             master.shutdown()
             slave.shutdown()
+
+
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 60), cuts=st.lists(st.integers(1, 5000), min_size=1,
+                                                                          max_size=8), start_last=st.booleans())
+def test_a_stream_cut_anywhere_as_rocketmq_sends_it_gives_an_identical_slave(seed, n, cuts, start_last):
+    """RocketMQ's master sends raw log in pieces of haTransferBatchSize, cutting records (and BLANK tails)
+    anywhere; ChunkAssembler hands the slave whole units only, and the slave ends byte-identical."""
+    rng = random.Random(seed)
+    with tempfile.TemporaryDirectory() as d:
+        kw = dict(mapped_file_size_commit_log=_SMALL_SEG)
+        master = MessageStore(small_config(Path(d) / "m", **kw))
+        slave = MessageStore(small_config(Path(d) / "s", broker_role="SLAVE", **kw))
+        master.start()
+        slave.start()
+        try:
+            fill(master, rng, n, max_body=1500)
+            end = master.get_max_phy_offset()
+            start = end - end % _SMALL_SEG if start_last else 0
+            segments = {int(p.name): p.read_bytes() for p in Path(master.config.commit_log_dir()).iterdir()
+                        if p.name.isdigit()}
+            assembler = ChunkAssembler(_SMALL_SEG)
+            off, i = start, 0
+            while off < end:  # frames never cross a segment end, as RocketMQ's do not
+                base = off - off % _SMALL_SEG
+                size = min(cuts[i % len(cuts)], base + _SMALL_SEG - off, end - off)
+                frame = segments[base][off - base:off - base + size]
+                for at, chunk in assembler.feed(off, frame, slave.get_max_phy_offset(), empty=off == start):
+                    slave.append_replica(at, chunk)
+                off += size
+                i += 1
+            assert assembler.held == 0
+            assert slave.get_max_phy_offset() == end
+            for name, data in {p.name: p.read_bytes() for p in Path(slave.config.commit_log_dir()).iterdir()
+                               if p.name.isdigit()}.items():
+                base = int(name)
+                lo, hi = max(base, start) - base, min(end, base + _SMALL_SEG) - base
+                assert data[lo:hi] == segments[base][lo:hi]
+            for cq in slave.cq_table:
+                assert cq.max_offset == master.get_max_offset(cq.topic, cq.queue_id)
+            with pytest.raises(ValueError, match="offset mismatch"):
+                assembler.feed(end + 8, b"x", slave.get_max_phy_offset())
+        finally:
+            master.shutdown()
+            slave.shutdown()
+
+
+def test_whole_units_keeps_a_cut_record_and_refuses_garbage(make_store, tmp_path):
+    s = make_store(tmp_path / "m", mapped_file_size_commit_log=SEG)
+    sizes = [s.put_message(inner(body=b"x" * (100 + i))).wrote_bytes for i in range(3)]
+    data = Path(s.config.commit_log_dir(), "0" * 20).read_bytes()[:s.get_max_phy_offset()]
+    assert len(data) == sum(sizes)
+    assert whole_units(data, 0, SEG) == len(data)
+    assert whole_units(data[:-1], 0, SEG) == sizes[0] + sizes[1]  # the cut third record waits
+    assert whole_units(data[:sizes[0] - 1], 0, SEG) == 0
+    assert whole_units(data[:sizes[0] + 3], 0, SEG) == sizes[0]  # not even the next record's size yet
+    with pytest.raises(ValueError, match="no record starts"):
+        whole_units(b"\0" * 16, 0, SEG)
+    blank = BLANK.pack(100, BLANK_MAGIC_CODE)
+    assert whole_units(blank + b"\0" * 50, SEG - 100, SEG) == 0  # the tail runs to the segment end
+    assert whole_units(blank + b"\0" * 92, SEG - 100, SEG) == 100
+    with pytest.raises(ValueError, match="does not close"):
+        whole_units(BLANK.pack(40, BLANK_MAGIC_CODE), SEG - 100, SEG)

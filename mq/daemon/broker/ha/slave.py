@@ -5,10 +5,12 @@ One task keeps one connection to the master's HA address:
 1. connect; report the local commit log max offset **at once**. (RocketMQ's first report waits for
    ``haSendHeartbeatInterval``, 5 s, after connecting, so its first transfer starts 5 s late; we see no reason
    to copy that delay.)
-2. read transfer frames (``protocol.TransferDecoder``). A frame whose offset differs from the local max offset
-   (unless the store is empty: then any segment boundary) closes the connection; otherwise its bytes go to
-   ``store.append_replica``, which dispatches them like local puts (consume queues, index). After the frames of
-   one read are appended the new max offset is reported (the ack SYNC_MASTER waits for).
+2. read transfer frames (``protocol.TransferDecoder``). A frame that does not continue the stream (the local
+   max offset plus any bytes held back; an empty store starts at any segment boundary) closes the connection;
+   otherwise its bytes go through ``replica.ChunkAssembler`` (RocketMQ's master cuts records anywhere: a cut
+   record is held back until it is whole) to ``store.append_replica``, which dispatches them like local puts
+   (consume queues, index). After the frames of one read are appended the new max offset is reported (the ack
+   SYNC_MASTER waits for).
 3. report the max offset again after ``haSendHeartbeatInterval`` without writing (heartbeat).
 4. close when nothing arrived from the master for ``haHousekeepingInterval`` (the master sends a heartbeat every
    ``haSendHeartbeatInterval``; RocketMQ measures the time since the slave's own last write, which never trips
@@ -31,6 +33,7 @@ from mq.config import StoreConfig
 from mq.daemon.broker.ha.protocol import TransferDecoder, encode_offset_report
 from mq.daemon.runtime import cancel_tasks
 from mq.errors import MQError
+from mq.store.replica import ChunkAssembler
 
 log = logging.getLogger(__name__)
 
@@ -137,6 +140,7 @@ class HAClient:
         heartbeat = cfg.ha_send_heartbeat_interval / 1000.0
         housekeeping = cfg.ha_housekeeping_interval / 1000.0
         decoder = TransferDecoder(max(cfg.ha_transfer_batch_size, cfg.mapped_file_size_commit_log) + 1)
+        assembler = ChunkAssembler(cfg.mapped_file_size_commit_log)
         offset = store.get_max_phy_offset()
         self._report(writer, offset)
         await writer.drain()
@@ -158,10 +162,12 @@ class HAClient:
                 appended = False
                 for frame in decoder.feed(data):
                     local = store.get_max_phy_offset()
-                    if local != 0 and local != frame.phy_offset:
-                        raise SessionClosed(f"offset mismatch: master sends {frame.phy_offset}, slave has {local}")
-                    if frame.body:
-                        store.append_replica(frame.phy_offset, frame.body)
+                    try:
+                        chunks = assembler.feed(frame.phy_offset, frame.body, local, empty=local == 0)
+                    except ValueError as exc:
+                        raise SessionClosed(str(exc)) from None
+                    for at, chunk in chunks:
+                        store.append_replica(at, chunk)
                         appended = True
                 if appended:
                     self._report(writer, store.get_max_phy_offset())
