@@ -18,15 +18,23 @@ def first_number(text: str | None) -> float:
         return 0.0
 
 
+def _count(kv: dict[str, str], key: str) -> int:
+    try:
+        return int(kv.get(key) or 0)
+    except ValueError:
+        return 0
+
+
 def today_counts(kv: dict[str, str]) -> tuple[int, int]:
     """(messages put today, messages got today) from the msgPutTotal*/msgGetTotal* keys."""
-    def num(key: str) -> int:
-        try:
-            return int(kv.get(key) or 0)
-        except ValueError:
-            return 0
-    return (num("msgPutTotalTodayNow") - num("msgPutTotalTodayMorning"),
-            num("msgGetTotalTodayNow") - num("msgGetTotalTodayMorning"))
+    return (_count(kv, "msgPutTotalTodayNow") - _count(kv, "msgPutTotalTodayMorning"),
+            _count(kv, "msgGetTotalTodayNow") - _count(kv, "msgGetTotalTodayMorning"))
+
+
+def yesterday_counts(kv: dict[str, str]) -> tuple[int, int]:
+    """(messages put yesterday, messages got yesterday), as mqadmin's ``clusterList -m`` computes them."""
+    return (_count(kv, "msgPutTotalTodayMorning") - _count(kv, "msgPutTotalYesterdayMorning"),
+            _count(kv, "msgGetTotalTodayMorning") - _count(kv, "msgGetTotalYesterdayMorning"))
 
 
 def runtime_summary(kv: dict[str, str]) -> dict[str, object]:

@@ -47,13 +47,15 @@ def topic_status(obj, topic: str, json_mode: bool) -> None:
 @click.option("-p", "--perm", type=click.IntRange(0, 7), default=6, show_default=True,
               help="2 = write, 4 = read, 6 = read+write.")
 @bool_option("-o", "--order", help="Ordered topic: also set ORDER_TOPIC_CONFIG on the name server.")
-@bool_option("-u", "--unit", hidden=True, help="Unit topic (topicSysFlag).")
+@bool_option("-u", "--unit", hidden=True, help="Unit topic (topicSysFlag bit 1).")
+@bool_option("-s", "--has-unit-sub", "--hasUnitSub", hidden=True, help="Has unit subscriptions (topicSysFlag bit 2).")
 @click.option("--filter-type", type=click.Choice(["SINGLE_TAG", "MULTI_TAG"]), default="SINGLE_TAG",
               show_default=True)
 @json_option
 @click.pass_obj
 def update_topic(obj, topic: str, cluster: str | None, broker: str | None, read_queue_nums: int,
-                 write_queue_nums: int, perm: int, order: bool, unit: bool, filter_type: str, json_mode: bool) -> None:
+                 write_queue_nums: int, perm: int, order: bool, unit: bool, has_unit_sub: bool, filter_type: str,
+                 json_mode: bool) -> None:
     """Create or update a topic on one broker or on every master of a cluster."""
     from mq.cli.console import Console
     from mq.common.topic import validate_topic
@@ -63,7 +65,7 @@ def update_topic(obj, topic: str, cluster: str | None, broker: str | None, read_
         raise click.UsageError("give exactly one of -c/--cluster and -b/--broker-addr")
     validate_topic(topic)
     tc = TopicConfig(topic_name=topic, read_queue_nums=read_queue_nums, write_queue_nums=write_queue_nums,
-                     perm=perm, topic_filter_type=filter_type, topic_sys_flag=1 if unit else 0, order=order)
+                     perm=perm, topic_filter_type=filter_type, topic_sys_flag=(1 if unit else 0) | (2 if has_unit_sub else 0), order=order)
 
     async def run(admin) -> dict:
         if cluster:

@@ -110,6 +110,8 @@ def test_mqadmin_spellings_of_boolean_and_queue_options(cluster, mq, client):
     assert ordered["orderConf"] == f"{name}:1"
     plain = mq_json(mq, "updateTopic", "-t", "CliPlainV", "-b", cluster.broker_addr, "-o", "false")
     assert not plain.get("orderConf")
+    mq_json(mq, "updateTopic", "-t", "CliUnitV", "-b", cluster.broker_addr, "-u", "true", "-s", "true")
+    assert cluster.broker.topic_config.get("CliUnitV").topic_sys_flag == 3  # FLAG_UNIT | FLAG_UNIT_SUB
     send(cluster, client, "CliOrdV", b"first")
     send(cluster, client, "CliOrdV", b"second")
     at = mq_json(mq, "queryMsgByOffset", "-t", "CliOrdV", "-b", name, "-i", "0", "-o", "1")
@@ -188,6 +190,11 @@ def test_broker_status_cluster_list_and_groups(cluster, mq, client, run):
     assert rows[0]["version"] == "V4_9_4" and rows[0]["putToday"] >= 1 and "inTps" in rows[0] and "outTps" in rows[0]
     text = mq("clusterList")
     assert text.exit_code == 0 and "InTPS" in text.stdout and "V4_9_4" in text.stdout
+    more = mq_json(mq, "clusterList", "-m")["clusters"]  # mqadmin's --moreStats: messages yesterday and today
+    assert more[0]["inTotalToday"] == rows[0]["putToday"] >= 1 and more[0]["inTotalYest"] >= 0
+    assert "version" not in more[0]
+    text = mq("clusterList", "--moreStats")
+    assert text.exit_code == 0 and "In Yesterday" in text.stdout
 
     assert mq("updateSubGroup", "-g", "CliSG", "-b", cluster.broker_addr, "-r", "5").exit_code == 0
     assert cluster.broker.subscription_groups.get("CliSG").retry_max_times == 5
@@ -356,3 +363,27 @@ def test_query_msg_by_id_takes_a_comma_separated_list(cluster, mq, client):
     assert res.exit_code == 1 and unknown_uniq in res.stderr and "body 0" in res.stdout
     alone = mq("queryMsgById", "-i", ghost, "--json")
     assert alone.exit_code == 1 and alone.stdout == "" and f"message {ghost} not found" in alone.stderr
+
+
+def test_cluster_list_interval_repeats_until_interrupted(cluster):
+    """mqadmin's ``clusterList -i N`` prints every N seconds until stopped."""
+    import signal
+
+    async def go() -> tuple[int, str]:
+        proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "mq.cli.main", "-n", cluster.namesrv_addr,
+                                                    "clusterList", "-i", "0.2", "--json",
+                                                    stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        out = b""
+        try:
+            while out.count(b'"clusters":') < 3:
+                chunk = await asyncio.wait_for(proc.stdout.read(4096), timeout=30)
+                assert chunk, (out, await proc.stderr.read())
+                out += chunk
+        finally:
+            proc.send_signal(signal.SIGINT)
+        rest, _ = await asyncio.wait_for(proc.communicate(), timeout=30)
+        return proc.returncode, (out + rest).decode()
+
+    code, out = cluster.run(go(), timeout=90)
+    assert code == 130, out
+    assert out.count(cluster.broker_addr) >= 3
