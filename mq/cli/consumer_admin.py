@@ -58,6 +58,28 @@ def progress_rows(offset_table: dict) -> list[dict[str, Any]]:
     return rows
 
 
+async def queue_owners(admin, group: str) -> dict[tuple[str, str, int], str]:
+    """(topic, brokerName, queueId) -> the address of the client consuming it, from each online client's running
+    info (mqadmin ``consumerProgress -s``); a client that does not answer is left out."""
+    from mq.cli.consumer_status import relay_addrs, running_info
+    from mq.errors import ConsumerNotOnlineError, MQError
+
+    try:
+        cc = await admin.examine_consumer_connection_all(group)
+    except ConsumerNotOnlineError:
+        return {}
+    addrs = await relay_addrs(admin, None)
+    owners: dict[tuple[str, str, int], str] = {}
+    for c in cc.connection_set:
+        try:
+            _addr, info = await running_info(admin, addrs, group, c.client_id, False)
+        except MQError:
+            continue
+        for r in info["mqTable"]:
+            owners[(r["topic"], r["brokerName"], r["queueId"])] = c.client_addr
+    return owners
+
+
 def progress_totals(rows: Iterable[dict[str, Any]]) -> dict[str, int]:
     rows = list(rows)
     return {"queues": len(rows), "brokerOffset": sum(r["brokerOffset"] for r in rows),
@@ -84,27 +106,40 @@ def _time_option(value: str, *, now_ms: int | None = None) -> int:
 @click.command("consumerProgress")
 @click.option("-g", "--group", "--groupName", "group", help="Consumer group (default: every group the brokers know).")
 @click.option("-t", "--topic", help="Only this topic (with -g).")
+@bool_option("-s", "--show-client-ip", "--showClientIP", "show_client",
+             help="With -g: the client consuming each queue (each online client is asked for its running info).")
 @json_option
 @click.pass_obj
-def consumer_progress(obj, group: str | None, topic: str | None, json_mode: bool) -> None:
+def consumer_progress(obj, group: str | None, topic: str | None, show_client: bool, json_mode: bool) -> None:
     """Show consume progress: per queue broker offset, consumer offset, diff and last time, then totals."""
     from mq.cli.console import Console
     from mq.errors import ConsumerNotOnlineError
 
     console = Console(json_mode=json_mode)
+    if show_client and not group:
+        raise click.UsageError("-s/--show-client-ip needs -g/--group")
     if group:
-        stats = with_admin(obj, lambda admin: admin.examine_consume_stats_all(group, topic))
+        async def fetch(admin):
+            return (await admin.examine_consume_stats_all(group, topic),
+                    await queue_owners(admin, group) if show_client else None)
+
+        stats, owners = with_admin(obj, fetch, timeout=15.0)
         rows = progress_rows(stats.offset_table)
+        if owners is not None:
+            for r in rows:
+                r["clientIp"] = owners.get((r["topic"], r["brokerName"], r["queueId"]), "")
         totals = progress_totals(rows)
         if json_mode:
             console.json({"group": group, "consumeTps": stats.consume_tps, "queues": rows, "totals": totals})
             return
         if not rows:
             console.note(f"group {group} has no consume progress on any broker")
+        client_col = ["Client"] if owners is not None else []
         console.table(f"Consume progress of {group}",
-                      ["Topic", "Broker", "QID", "Broker Offset", "Consumer Offset", "Diff", "Last Time"],
+                      ["Topic", "Broker", "QID", "Broker Offset", "Consumer Offset", *client_col, "Diff", "Last Time"],
                       [(r["topic"], r["brokerName"], r["queueId"], r["brokerOffset"], r["consumerOffset"],
-                        r["diff"], format_ms(r["lastTimestamp"])) for r in rows],
+                        *([r["clientIp"] or "-"] if owners is not None else []), r["diff"],
+                        format_ms(r["lastTimestamp"])) for r in rows],
                       justify={c: "right" for c in ("QID", "Broker Offset", "Consumer Offset", "Diff")})
         console.line(f"Consume TPS: {stats.consume_tps:.2f}   Diff Total: {totals['diff']}")
         return

@@ -171,7 +171,7 @@ def _ms(ms: Any) -> str:
 # ---------------------------------------------------------------------------------------------------------
 # commands
 # ---------------------------------------------------------------------------------------------------------
-async def _running_info(admin, addrs: Sequence[str], group: str, client_id: str, jstack: bool
+async def running_info(admin, addrs: Sequence[str], group: str, client_id: str, jstack: bool
                         ) -> tuple[str, dict[str, Any]]:
     """Ask the brokers in turn to relay GET_CONSUMER_RUNNING_INFO to ``client_id`` (a broker the client is not
     connected to answers "not online"); the first answer wins, else the last error is raised."""
@@ -187,7 +187,8 @@ async def _running_info(admin, addrs: Sequence[str], group: str, client_id: str,
     raise last
 
 
-async def _relay_addrs(admin, broker: str | None) -> list[str]:
+async def relay_addrs(admin, broker: str | None) -> list[str]:
+    """The brokers to ask to relay a running-info request: ``broker``, else every master."""
     if broker:
         return [broker]
     addrs = list((await admin.master_addrs()).values())
@@ -224,7 +225,7 @@ def consumer_status(obj, group: str, client_id: str | None, broker: str | None, 
             raise click.BadParameter("must not be empty", param_hint="-i/--client-id")
 
         async def one(admin) -> tuple[str, dict[str, Any]]:
-            return await _running_info(admin, await _relay_addrs(admin, broker), group, client_id, jstack)
+            return await running_info(admin, await relay_addrs(admin, broker), group, client_id, jstack)
 
         addr, info = with_admin(obj, one, timeout=15.0)
         _print_running_info(console, group, client_id, addr, info, jstack)
@@ -233,7 +234,7 @@ def consumer_status(obj, group: str, client_id: str | None, broker: str | None, 
     async def every(admin) -> dict[str, Any]:
         from mq.errors import MQError
 
-        addrs = await _relay_addrs(admin, broker)
+        addrs = await relay_addrs(admin, broker)
         cc = (await admin.examine_consumer_connection_info(broker, group) if broker
               else await admin.examine_consumer_connection_all(group))
         clients, infos = [], {}
@@ -242,7 +243,7 @@ def consumer_status(obj, group: str, client_id: str | None, broker: str | None, 
                                    "version": c.version, "versionDesc": version_desc(c.version), "broker": None,
                                    "ok": False, "error": None}
             try:
-                row["broker"], info = await _running_info(admin, addrs, group, c.client_id, jstack)
+                row["broker"], info = await running_info(admin, addrs, group, c.client_id, jstack)
             except MQError as exc:
                 row["error"] = str(exc)
             else:

@@ -116,6 +116,14 @@ def test_consumer_status_lists_the_running_consumer(cluster, mq, consumer):
     text = mq("consumerStatus", "-g", "OpsG2")
     assert text.exit_code == 0 and cid in text.stdout and "CONSUME_PASSIVELY" in text.stdout
 
+    # mqadmin consumerProgress -s true: the client consuming each queue
+    progress = mq_json(mq, "consumerProgress", "-g", "OpsG2", "-t", "OpsT2", "-s", "true")["queues"]
+    mine = [r for r in progress if r["topic"] == "OpsT2"]
+    assert len(mine) == 4 and {r["clientIp"] for r in mine} == {row["clientAddr"]}
+    assert all("clientIp" not in r for r in mq_json(mq, "consumerProgress", "-g", "OpsG2", "-t", "OpsT2")["queues"])
+    shown = mq("consumerProgress", "-g", "OpsG2", "-t", "OpsT2", "--showClientIP")
+    assert shown.exit_code == 0 and "Client" in shown.stdout
+
     info = mq_json(mq, "consumerStatus", "-g", "OpsG2", "-i", cid)
     assert info["clientId"] == cid and info["broker"] == cluster.broker_addr
     assert info["properties"]["PROP_CONSUME_TYPE"] == "CONSUME_PASSIVELY"
