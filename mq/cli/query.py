@@ -131,10 +131,15 @@ def split_msg_ids(text: str) -> list[str]:
 @click.option("-i", "--msg-id", "--msgId", "msg_id", required=True, metavar="ID[,ID...]",
               help="offsetMsgId, or a UNIQ_KEY (client msgId; needs -t); several separated by commas.")
 @click.option("-t", "--topic", help="Topic (needed for a UNIQ_KEY).")
+@click.option("-g", "--group", "--consumerGroup", "group", help="With -d: push each message to this group's client.")
+@click.option("-d", "--client-id", "--clientId", "client_id",
+              help="With -g: the client (its clientId) that consumes each message at once, as mqadmin's -g/-d.")
 @json_option
 @click.pass_obj
-def query_msg_by_id(obj, msg_id: str, topic: str | None, json_mode: bool) -> None:
-    """Show messages, by offsetMsgId or by UNIQ_KEY: every field, its properties and a body preview.
+def query_msg_by_id(obj, msg_id: str, topic: str | None, group: str | None, client_id: str | None,
+                    json_mode: bool) -> None:
+    """Show messages, by offsetMsgId or by UNIQ_KEY: every field, its properties and a body preview. With -g and
+    -d, have that client consume each message now instead (CONSUME_MESSAGE_DIRECTLY) and show its result.
 
     With several ids each is looked up; any not found is named on stderr and makes the exit code 1."""
     import sys
@@ -146,6 +151,8 @@ def query_msg_by_id(obj, msg_id: str, topic: str | None, json_mode: bool) -> Non
         ids = split_msg_ids(msg_id)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="-i/--msg-id") from None
+    if bool(group) != bool(client_id):
+        raise click.UsageError("-g/--group and -d/--client-id go together")
     kinds = {i: classify_msg_id(i)[0] for i in ids}
     if not topic:
         uniq = [i for i in ids if kinds[i] is IdKind.UNIQ_KEY]
@@ -172,17 +179,35 @@ def query_msg_by_id(obj, msg_id: str, topic: str | None, json_mode: bool) -> Non
             raise QueryNotFoundError(22, f"no message with id {one_id} in topic {topic}")
         return IdKind.UNIQ_KEY.value, msgs
 
+    async def push(admin, m) -> dict[str, Any]:
+        """CONSUME_MESSAGE_DIRECTLY through the broker that stores ``m``."""
+        host, port = m.store_host
+        res = await admin.consume_message_directly(f"{host}:{port}", group, client_id, m.offset_msg_id)
+        return {"offsetMsgId": m.offset_msg_id, "consumeResult": res.consume_result, "remark": res.remark,
+                "spentTimeMills": res.spent_time_mills, "order": res.order, "autoCommit": res.auto_commit}
+
     async def run(admin) -> tuple[dict[str, tuple[str, list]], dict[str, str]]:
         found, missing = {}, {}
         for one_id in ids:
             try:
-                found[one_id] = await lookup(admin, one_id)
+                found_as, msgs = await lookup(admin, one_id)
+                found[one_id] = (found_as, [await push(admin, m) for m in msgs] if group else msgs)
             except (RemotingError, BrokerError) as exc:
                 missing[one_id] = str(exc)
         return found, missing
 
-    found, missing = with_admin(obj, run)
+    found, missing = with_admin(obj, run, timeout=20.0)
     console = Console(json_mode=json_mode)
+    if group:
+        _print_pushed(console, found, json_mode)
+        failed = {i: r["consumeResult"] for i, (_, rs) in found.items() for r in rs
+                  if r["consumeResult"] != "CR_SUCCESS"}
+        if missing or failed:
+            why = missing or {i: f"the client answered {r}" for i, r in failed.items()}
+            first, text = next(iter(why.items()))
+            console.error(f"{len(why)} of {len(ids)} message(s) not consumed by {client_id}: {first}: {text}")
+            sys.exit(1)
+        return
     docs = [{"msgId": i, "foundAs": found_as, "messages": [message_dict(m) for m in msgs]}
             for i, (found_as, msgs) in found.items()]
     if json_mode:
@@ -204,6 +229,17 @@ def query_msg_by_id(obj, msg_id: str, topic: str | None, json_mode: bool) -> Non
             console.error(f"{len(missing)} of {len(ids)} message ids not found: {', '.join(missing)} "
                           f"({first}: {why})")
         sys.exit(1)
+
+
+def _print_pushed(console, found: dict[str, tuple[str, list]], json_mode: bool) -> None:
+    rows = [{"msgId": i, **r} for i, (_, rs) in found.items() for r in rs]
+    if json_mode:
+        console.json(rows)
+        return
+    console.table("Consumed directly", ["MsgId", "OffsetMsgId", "Result", "Spent (ms)", "Order", "Auto Commit",
+                                        "Remark"],
+                  [(r["msgId"], r["offsetMsgId"], r["consumeResult"] or "-", r["spentTimeMills"], r["order"],
+                    r["autoCommit"], r["remark"] or "") for r in rows])
 
 
 @click.command("queryMsgByOffset")

@@ -141,6 +141,20 @@ def test_consumer_status_lists_the_running_consumer(cluster, mq, consumer):
     assert mq_json(mq, "consumerStatus", "-g", "OpsG2", "-b", cluster.broker_addr)["clients"][0]["ok"] is True
 
 
+def test_query_msg_by_id_pushes_a_message_to_one_client(cluster, mq, consumer, client):
+    """mqadmin ``queryMsgById -i ID -g GROUP -d CLIENTID``: the client consumes the message at once and answers."""
+    cid = consumer.instance.client_id
+    sent = send(cluster, client, "OpsT2", b"pushed", queue_id=1)
+    out = mq_json(mq, "queryMsgById", "-i", sent.msg_id, "-g", "OpsG2", "-d", cid)
+    assert [(r["msgId"], r["offsetMsgId"], r["consumeResult"]) for r in out] == [(sent.msg_id, sent.msg_id,
+                                                                                  "CR_SUCCESS")]
+    text = mq("queryMsgById", "--msgId", sent.msg_id, "--consumerGroup", "OpsG2", "--clientId", cid)
+    assert text.exit_code == 0 and "CR_SUCCESS" in text.stdout
+    nobody = mq("queryMsgById", "-i", sent.msg_id, "-g", "OpsG2", "-d", "10.9.9.9@nobody")
+    assert nobody.exit_code == 1 and "10.9.9.9@nobody" in (nobody.output + str(nobody.exception))
+    assert mq("queryMsgById", "-i", sent.msg_id, "-g", "OpsG2").exit_code == 2  # -g needs -d
+
+
 def test_consumer_status_failures(cluster, mq, consumer, client):
     offline = mq("consumerStatus", "-g", "OpsNobody")
     assert offline.exit_code == 1 and "not online" in str(offline.exception)
