@@ -365,17 +365,18 @@ def test_query_msg_by_id_takes_a_comma_separated_list(cluster, mq, client):
     assert alone.exit_code == 1 and alone.stdout == "" and f"message {ghost} not found" in alone.stderr
 
 
-def test_cluster_list_interval_repeats_until_interrupted(cluster):
-    """mqadmin's ``clusterList -i N`` prints every N seconds until stopped."""
+def interrupt_after(cluster, args: list[str], marker: bytes, count: int) -> tuple[int, str]:
+    """Run ``mq ARGS`` in a subprocess until its output holds ``marker`` ``count`` times, then Ctrl-C it;
+    (exit code, all output)."""
     import signal
 
     async def go() -> tuple[int, str]:
         proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "mq.cli.main", "-n", cluster.namesrv_addr,
-                                                    "clusterList", "-i", "0.2", "--json",
-                                                    stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+                                                    *args, stdout=asyncio.subprocess.PIPE,
+                                                    stderr=asyncio.subprocess.PIPE)
         out = b""
         try:
-            while out.count(b'"clusters":') < 3:
+            while out.count(marker) < count:
                 chunk = await asyncio.wait_for(proc.stdout.read(4096), timeout=30)
                 assert chunk, (out, await proc.stderr.read())
                 out += chunk
@@ -384,6 +385,11 @@ def test_cluster_list_interval_repeats_until_interrupted(cluster):
         rest, _ = await asyncio.wait_for(proc.communicate(), timeout=30)
         return proc.returncode, (out + rest).decode()
 
-    code, out = cluster.run(go(), timeout=90)
+    return cluster.run(go(), timeout=90)
+
+
+def test_cluster_list_interval_repeats_until_interrupted(cluster):
+    """mqadmin's ``clusterList -i N`` prints every N seconds until stopped."""
+    code, out = interrupt_after(cluster, ["clusterList", "-i", "0.2", "--json"], b'"clusters":', 3)
     assert code == 130, out
     assert out.count(cluster.broker_addr) >= 3

@@ -17,7 +17,7 @@ from mq.config import ConsumerConfig
 from mq.protocol.bodies import TopicConfigSerializeWrapper
 from mq.protocol.codes import RequestCode as R, ResponseCode as C
 
-from tests.integration.broker.test_admin_cli import mq_json, send, subprocess_mq
+from tests.integration.broker.test_admin_cli import interrupt_after, mq_json, send, subprocess_mq
 from tests.integration.broker.wire import heartbeat_cmd, req
 from tests.integration.namesrv.conftest import register_command
 
@@ -260,26 +260,8 @@ def test_cluster_rt_every_broker(cluster, mq, broker_factory):
 
 def test_cluster_rt_interval_alone_repeats_until_interrupted(cluster):
     """mqadmin's ``clusterRT -i N`` measures every N seconds until stopped: -i without -r loops until Ctrl-C."""
-    import signal
-    import sys
-
-    async def go() -> tuple[int, str]:
-        proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "mq.cli.main", "-n", cluster.namesrv_addr,
-                                                    "clusterRT", "-a", "1", "-c", "DefaultCluster", "-i", "0.05",
-                                                    "--json", stdout=asyncio.subprocess.PIPE,
-                                                    stderr=asyncio.subprocess.PIPE)
-        out = b""
-        try:
-            while out.count(b'"round":') < 3:  # more rounds than the default one
-                chunk = await asyncio.wait_for(proc.stdout.read(4096), timeout=30)
-                assert chunk, (out, await proc.stderr.read())
-                out += chunk
-        finally:
-            proc.send_signal(signal.SIGINT)
-        rest, _ = await asyncio.wait_for(proc.communicate(), timeout=30)
-        return proc.returncode, (out + rest).decode()
-
-    code, out = cluster.run(go(), timeout=90)
+    code, out = interrupt_after(cluster, ["clusterRT", "-a", "1", "-c", "DefaultCluster", "-i", "0.05", "--json"],
+                                b'"round":', 3)  # more rounds than the default one
     assert code == 130, out  # stopped by Ctrl-C, no send failed
     assert '"round": 1' in out and '"round": 3' in out
 
