@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from mq.cli.common import json_option, with_admin
+from mq.cli.common import bool_option, json_option, with_admin
 
 BODY_PREVIEW_CHARS = 512
 
@@ -134,12 +134,14 @@ def split_msg_ids(text: str) -> list[str]:
 @click.option("-g", "--group", "--consumerGroup", "group", help="With -d: push each message to this group's client.")
 @click.option("-d", "--client-id", "--clientId", "client_id",
               help="With -g: the client (its clientId) that consumes each message at once, as mqadmin's -g/-d.")
+@bool_option("-s", "--resend", help="Send each message again to its topic (same body, keys, tags, UNIQ_KEY).")
 @json_option
 @click.pass_obj
-def query_msg_by_id(obj, msg_id: str, topic: str | None, group: str | None, client_id: str | None,
+def query_msg_by_id(obj, msg_id: str, topic: str | None, group: str | None, client_id: str | None, resend: bool,
                     json_mode: bool) -> None:
     """Show messages, by offsetMsgId or by UNIQ_KEY: every field, its properties and a body preview. With -g and
-    -d, have that client consume each message now instead (CONSUME_MESSAGE_DIRECTLY) and show its result.
+    -d, have that client consume each message now instead (CONSUME_MESSAGE_DIRECTLY) and show its result; with
+    -s, send each message again to its topic and show where it went.
 
     With several ids each is looked up; any not found is named on stderr and makes the exit code 1."""
     import sys
@@ -153,6 +155,8 @@ def query_msg_by_id(obj, msg_id: str, topic: str | None, group: str | None, clie
         raise click.BadParameter(str(exc), param_hint="-i/--msg-id") from None
     if bool(group) != bool(client_id):
         raise click.UsageError("-g/--group and -d/--client-id go together")
+    if resend and group:
+        raise click.UsageError("give -s/--resend or -g/-d, not both")
     kinds = {i: classify_msg_id(i)[0] for i in ids}
     if not topic:
         uniq = [i for i in ids if kinds[i] is IdKind.UNIQ_KEY]
@@ -187,17 +191,39 @@ def query_msg_by_id(obj, msg_id: str, topic: str | None, group: str | None, clie
                 "spentTimeMills": res.spent_time_mills, "order": res.order, "autoCommit": res.auto_commit}
 
     async def run(admin) -> tuple[dict[str, tuple[str, list]], dict[str, str]]:
+        producer = await _resend_producer(obj) if resend else None
         found, missing = {}, {}
-        for one_id in ids:
-            try:
-                found_as, msgs = await lookup(admin, one_id)
-                found[one_id] = (found_as, [await push(admin, m) for m in msgs] if group else msgs)
-            except (RemotingError, BrokerError) as exc:
-                missing[one_id] = str(exc)
+        try:
+            for one_id in ids:
+                try:
+                    found_as, msgs = await lookup(admin, one_id)
+                    if group:
+                        msgs = [await push(admin, m) for m in msgs]
+                    elif producer is not None:
+                        msgs = [await _resend(producer, m) for m in msgs]
+                    found[one_id] = (found_as, msgs)
+                except (RemotingError, BrokerError) as exc:
+                    missing[one_id] = str(exc)
+        finally:
+            if producer is not None:
+                await producer.shutdown()
         return found, missing
 
     found, missing = with_admin(obj, run, timeout=20.0)
     console = Console(json_mode=json_mode)
+    if resend:
+        rows = [{"msgId": i, **r} for i, (_, rs) in found.items() for r in rs]
+        if json_mode:
+            console.json(rows)
+        else:
+            console.table("Sent again", ["MsgId", "Status", "Broker", "QID", "Queue Offset", "New OffsetMsgId"],
+                          [(r["msgId"], r["status"], r["broker"], r["queueId"], r["queueOffset"], r["offsetMsgId"])
+                           for r in rows])
+        if missing:
+            first, why = next(iter(missing.items()))
+            console.error(f"{len(missing)} of {len(ids)} message(s) not sent again: {first}: {why}")
+            sys.exit(1)
+        return
     if group:
         _print_pushed(console, found, json_mode)
         failed = {i: r["consumeResult"] for i, (_, rs) in found.items() for r in rs
@@ -229,6 +255,26 @@ def query_msg_by_id(obj, msg_id: str, topic: str | None, group: str | None, clie
             console.error(f"{len(missing)} of {len(ids)} message ids not found: {', '.join(missing)} "
                           f"({first}: {why})")
         sys.exit(1)
+
+
+async def _resend_producer(obj):
+    from mq.cli.send import client_config
+    from mq.client.producer import Producer
+    from mq.config import ProducerConfig
+
+    return await Producer(ProducerConfig(group="ReSendMsgById"), client_config(obj)).start()
+
+
+async def _resend(producer, m) -> dict[str, Any]:
+    """mqadmin's ``queryMsgById -s true``: the stored message sent again as it is (its UNIQ_KEY kept), less the
+    CLUSTER property its broker added."""
+    from mq.common import properties as P
+    from mq.common.message import Message
+
+    props = {k: v for k, v in m.properties.items() if k != P.CLUSTER}
+    res = (await producer.send(Message(m.topic, m.body, flag=m.flag, properties=props))).to_dict()
+    res["uniqKey"] = res.pop("msgId")
+    return {**res, "originalOffsetMsgId": m.offset_msg_id}
 
 
 def _print_pushed(console, found: dict[str, tuple[str, list]], json_mode: bool) -> None:

@@ -173,9 +173,18 @@ def test_query_messages_by_key_id_and_offset(cluster, mq, client):
     assert text.exit_code == 0 and "hello 0" in text.stdout and "Property KEYS" in text.stdout
     assert mq("queryMsgById", "-i", ids[0]).exit_code == 2  # a UNIQ_KEY needs -t
 
+    # mqadmin queryMsgById -s true: sent again as it is, UNIQ_KEY and keys kept, to a new offset
+    [again] = mq_json(mq, "queryMsgById", "-i", sent[1].msg_id, "-s", "true")
+    assert (again["msgId"], again["status"], again["uniqKey"], again["originalOffsetMsgId"]) == \
+        (sent[1].msg_id, "SEND_OK", ids[1], sent[1].msg_id)
+    assert again["offsetMsgId"] != sent[1].msg_id and again["queueOffset"] == 3
+    copies = mq_json(mq, "queryMsgByKey", "-t", "CliT3", "-k", "order-1")["messages"]
+    assert [m["body"] for m in copies] == ["hello 1", "hello 1"] and {m["uniqKey"] for m in copies} == {ids[1]}
+    assert all(m["properties"].get("CLUSTER") == "DefaultCluster" for m in copies)
+
     at = mq_json(mq, "queryMsgByOffset", "-t", "CliT3", "-b", cluster.broker.broker_name, "-q", "0", "-o", "2")
     assert (at["body"], at["queueOffset"], at["uniqKey"]) == ("hello 2", 2, ids[2])
-    past = mq("queryMsgByOffset", "-t", "CliT3", "-b", cluster.broker_addr, "-q", "0", "-o", "3")
+    past = mq("queryMsgByOffset", "-t", "CliT3", "-b", cluster.broker_addr, "-q", "0", "-o", "4")
     assert past.exit_code == 1 and "has no message" in str(past.exception)
 
 
