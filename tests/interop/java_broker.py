@@ -53,6 +53,7 @@ class JavaCluster:
         self.broker_port = _free_port()
         self.store = self.root / "store"
         self._procs: list[subprocess.Popen] = []
+        self._outs: list = []  # each process's stdout file, closed on stop
 
     @property
     def namesrv(self) -> str:
@@ -89,6 +90,7 @@ class JavaCluster:
 
     def _spawn(self, argv: list[str], env: dict[str, str], ready: str, timeout: float = 60.0) -> None:
         out = open(self.root / f"{len(self._procs)}.out", "w+")
+        self._outs.append(out)
         p = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env, stdin=subprocess.DEVNULL,
                              cwd=self.root)
         self._procs.append(p)
@@ -111,6 +113,8 @@ class JavaCluster:
     def stop(self) -> None:
         while self._procs:
             self._stop(self._procs.pop())
+        while self._outs:
+            self._outs.pop().close()
 
     @staticmethod
     def _stop(p: subprocess.Popen) -> None:
