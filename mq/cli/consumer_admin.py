@@ -253,10 +253,16 @@ def producer_connection(obj, group: str, topic: str, json_mode: bool) -> None:
 @bool_option("-f", "--force", default=True,
              help="Set each queue to the time's offset even if that moves it forward (false: only move back).")
 @click.option("--no-force", is_flag=True, help="The same as -f false.")
+@click.option("-c", "--cplus", is_flag=True,
+              help="The group's online clients are C++ clients: the broker tells them the new offsets in the form "
+                   "they read (mqadmin -c).")
 @json_option
 @click.pass_obj
-def reset_offset_by_time(obj, group: str, topic: str, when: str, force: bool, no_force: bool, json_mode: bool) -> None:
-    """Reset a group's offsets on a topic to the first message stored at or after a time."""
+def reset_offset_by_time(obj, group: str, topic: str, when: str, force: bool, no_force: bool, cplus: bool,
+                         json_mode: bool) -> None:
+    """Reset a group's offsets on a topic to the first message stored at or after a time.
+
+    Online consumers are told the new offsets at once; an offline group resumes from them."""
     from mq.cli.console import Console
 
     ts = _time_option(when)
@@ -268,7 +274,7 @@ def reset_offset_by_time(obj, group: str, topic: str, when: str, force: bool, no
         table = {}
         for addr in (await admin.topic_master_addrs(topic)).values():
             try:
-                table.update(await admin.reset_offset_by_timestamp(addr, topic, group, ts, force))
+                table.update(await admin.reset_offset_by_timestamp(addr, topic, group, ts, force, cplus))
             except ConsumerNotOnlineError:  # a Java broker and an offline group: commit the offsets ourselves
                 table.update(await admin.reset_offset_by_time_old(addr, topic, group, ts, force))
         return table

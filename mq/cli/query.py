@@ -135,10 +135,12 @@ def split_msg_ids(text: str) -> list[str]:
 @click.option("-d", "--client-id", "--clientId", "client_id",
               help="With -g: the client (its clientId) that consumes each message at once, as mqadmin's -g/-d.")
 @bool_option("-s", "--resend", help="Send each message again to its topic (same body, keys, tags, UNIQ_KEY).")
+@click.option("-u", "--unitName", "unit_name", help="With -s: the unit name of the producer that sends again "
+              "(appended to its client id, as mqadmin's -u).")
 @json_option
 @click.pass_obj
 def query_msg_by_id(obj, msg_id: str, topic: str | None, group: str | None, client_id: str | None, resend: bool,
-                    json_mode: bool) -> None:
+                    unit_name: str | None, json_mode: bool) -> None:
     """Show messages, by offsetMsgId or by UNIQ_KEY: every field, its properties and a body preview. With -g and
     -d, have that client consume each message now instead (CONSUME_MESSAGE_DIRECTLY) and show its result; with
     -s, send each message again to its topic and show where it went.
@@ -157,6 +159,8 @@ def query_msg_by_id(obj, msg_id: str, topic: str | None, group: str | None, clie
         raise click.UsageError("-g/--group and -d/--client-id go together")
     if resend and group:
         raise click.UsageError("give -s/--resend or -g/-d, not both")
+    if unit_name and not resend:
+        raise click.UsageError("-u/--unitName names the producer of -s/--resend: give it with -s")
     kinds = {i: classify_msg_id(i)[0] for i in ids}
     if not topic:
         uniq = [i for i in ids if kinds[i] is IdKind.UNIQ_KEY]
@@ -191,7 +195,7 @@ def query_msg_by_id(obj, msg_id: str, topic: str | None, group: str | None, clie
                 "spentTimeMills": res.spent_time_mills, "order": res.order, "autoCommit": res.auto_commit}
 
     async def run(admin) -> tuple[dict[str, tuple[str, list]], dict[str, str]]:
-        producer = await _resend_producer(obj) if resend else None
+        producer = await _resend_producer(obj, unit_name) if resend else None
         found, missing = {}, {}
         try:
             for one_id in ids:
@@ -257,12 +261,13 @@ def query_msg_by_id(obj, msg_id: str, topic: str | None, group: str | None, clie
         sys.exit(1)
 
 
-async def _resend_producer(obj):
+async def _resend_producer(obj, unit_name: str | None):
     from mq.cli.send import client_config
     from mq.client.producer import Producer
     from mq.config import ProducerConfig
 
-    return await Producer(ProducerConfig(group="ReSendMsgById"), client_config(obj)).start()
+    cfg = client_config(obj, unit_name=(unit_name or "").strip())
+    return await Producer(ProducerConfig(group="ReSendMsgById"), cfg).start()
 
 
 async def _resend(producer, m) -> dict[str, Any]:

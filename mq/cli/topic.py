@@ -52,14 +52,20 @@ def topic_list(obj, cluster_detail: bool, json_mode: bool) -> None:
 
 @click.command("topicRoute")
 @click.option("-t", "--topic", required=True, help="Topic name.")
+@click.option("-l", "--list", "list_format", is_flag=True,
+              help="mqadmin's list format: one row per broker, sorted by name, and a total row (with --json: "
+                   "those rows instead of the route data).")
 @json_option
 @click.pass_obj
-def topic_route(obj, topic: str, json_mode: bool) -> None:
+def topic_route(obj, topic: str, list_format: bool, json_mode: bool) -> None:
     """Show the route of a topic: its queues per broker and the brokers' addresses."""
     from mq.cli.console import Console
 
     route = with_admin(obj, lambda admin: admin.topic_route(topic))
     console = Console(json_mode=json_mode)
+    if list_format:
+        _print_route_list(console, route, json_mode)
+        return
     if json_mode:
         console.json(route.to_json_value())
         return
@@ -72,3 +78,25 @@ def topic_route(obj, topic: str, json_mode: bool) -> None:
                    for q in route.queue_datas])
     if route.order_topic_conf:
         console.line(f"orderTopicConf: {route.order_topic_conf}")
+
+
+def _print_route_list(console, route, json_mode: bool) -> None:
+    """mqadmin ``topicRoute -l``: cluster, broker, addresses, read/write queues and perm per broker, then totals."""
+    queues = {q.broker_name: q for q in route.queue_datas}
+    rows = []
+    for bd in sorted(route.broker_datas, key=lambda b: b.broker_name):
+        q = queues.get(bd.broker_name)
+        rows.append({"clusterName": bd.cluster, "brokerName": bd.broker_name,
+                     "brokerAddrs": {str(k): v for k, v in sorted(bd.broker_addrs.items())},
+                     "readQueueNums": q.read_queue_nums if q else 0, "writeQueueNums": q.write_queue_nums if q else 0,
+                     "perm": q.perm if q else 0})
+    total = {"brokers": len(queues), "readQueueNums": sum(r["readQueueNums"] for r in rows),
+             "writeQueueNums": sum(r["writeQueueNums"] for r in rows)}
+    if json_mode:
+        console.json({"brokers": rows, "total": total})
+        return
+    console.table(None, ["Cluster", "Broker", "Addresses", "Read Q", "Write Q", "Perm"],
+                  [(r["clusterName"], r["brokerName"], ", ".join(f"{k}={v}" for k, v in r["brokerAddrs"].items()),
+                    r["readQueueNums"], r["writeQueueNums"], r["perm"]) for r in rows]
+                  + [("Total:", total["brokers"], "", total["readQueueNums"], total["writeQueueNums"], "")],
+                  justify={"Read Q": "right", "Write Q": "right", "Perm": "right"})

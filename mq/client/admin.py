@@ -13,7 +13,7 @@ from mq.errors import BrokerError, ConnectError, RemotingError, TopicNotExistErr
 from mq.protocol import headers as h
 from mq.protocol.bodies import ClusterInfo, KVTable, TopicList, TopicRouteData
 from mq.protocol.acl import SessionCredentials
-from mq.protocol.codes import RequestCode, ResponseCode
+from mq.protocol.codes import LanguageCode, RequestCode, ResponseCode
 from mq.protocol.command import RemotingCommand
 from mq.remoting import RemotingClient
 
@@ -368,13 +368,18 @@ class MQAdmin:
         return list(loads(resp.body or b"{}").get("consumeTimeSpanSet") or [])
 
     async def reset_offset_by_timestamp(self, addr: str, topic: str, group: str, timestamp: int,
-                                        force: bool = True) -> dict:
-        """INVOKE_BROKER_TO_RESET_OFFSET (222): MessageQueue -> new offset on that broker."""
+                                        force: bool = True, cpp: bool = False) -> dict:
+        """INVOKE_BROKER_TO_RESET_OFFSET (222): MessageQueue -> new offset on that broker.
+
+        ``cpp``: the request says language CPP, so the broker pushes RESET_CONSUMER_CLIENT_OFFSET to the group's
+        clients in the list form the C++ client decodes (mqadmin ``resetOffsetByTime -c``)."""
         from mq.protocol.bodies import ResetOffsetBody
 
-        resp = await self._broker(addr, RequestCode.INVOKE_BROKER_TO_RESET_OFFSET,
-                                  h.ResetOffsetRequestHeader(topic=topic, group=group, timestamp=timestamp,
-                                                             is_force=force))
+        hd = h.ResetOffsetRequestHeader(topic=topic, group=group, timestamp=timestamp, is_force=force)
+        req = RemotingCommand.request(RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, hd.to_ext())
+        if cpp:
+            req.language = LanguageCode.CPP
+        resp = await self.call_broker(addr, req)
         return dict(ResetOffsetBody.from_json(resp.body).offset_table) if resp.body else {}
 
     async def get_consumer_running_info(self, addr: str, group: str, client_id: str, jstack: bool = False):

@@ -130,3 +130,37 @@ def test_cpp_push_consumer_receives_what_mq_send_sent(daemons):
     got = received(consumer, out, err)
     assert sorted(g["body"] for g in got) == ["hello cpp", "second"], err[-1000:]
     assert {g["tags"] for g in got} == {"TagM"}
+
+
+def test_reset_offset_with_cplus_rewinds_a_running_cpp_consumer(daemons):
+    """`mq resetOffsetByTime -c` (mqadmin's -c): the broker tells the online C++ consumer the new offsets in the
+    list form the C++ client decodes, and it consumes the rewound messages again."""
+    ns = daemons.namesrv.address
+    before = int(time.time() * 1000) - 1000
+    drive("produce", ns, "CppReset", "sync", 6, "TagR")
+    consumer = subprocess.Popen([sys.executable, DRIVER, "push", ns, "CppReset", "GID_CPP_RESET", "*", "12", "60"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        while True:
+            line = consumer.stdout.readline()
+            assert line, consumer.stderr.read()[-2000:]
+            if line.startswith("{") and json.loads(line).get("started"):
+                break
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:  # the first pass is consumed and its offsets committed
+            committed = sum(max(daemons.broker.offsets.query("GID_CPP_RESET", "CppReset", q), 0) for q in range(4))
+            if committed == 6:
+                break
+            time.sleep(0.5)
+        assert committed == 6
+        reset = mq_cli("-n", ns, "resetOffsetByTime", "-g", "GID_CPP_RESET", "-t", "CppReset", "-s", str(before),
+                       "-c", "--json")
+        assert reset.returncode == 0, reset.stderr
+        assert sorted(r["offset"] for r in json.loads(reset.stdout)["offsets"]) == [0, 0, 0, 0]
+        out, err = consumer.communicate(timeout=90)
+    finally:
+        if consumer.poll() is None:
+            consumer.kill()
+    got = received(consumer, out, err)
+    bodies = sorted(g["body"] for g in got)
+    assert bodies == sorted(f"sync-{i}-TagR" for i in range(6) for _ in range(2)), (bodies, err[-1000:])

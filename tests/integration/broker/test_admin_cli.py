@@ -63,6 +63,13 @@ def test_update_topic_list_route_status_delete(cluster, mq):
     route = mq_json(mq, "topicRoute", "-t", "CliT1")
     assert [(q["brokerName"], q["readQueueNums"], q["writeQueueNums"]) for q in route["queueDatas"]] == [
         (cluster.broker.broker_name, 3, 3)]
+    listed = mq_json(mq, "topicRoute", "-t", "CliT1", "-l")  # mqadmin's list format: a row per broker, totals
+    assert listed["brokers"] == [{"clusterName": "DefaultCluster", "brokerName": cluster.broker.broker_name,
+                                  "brokerAddrs": {"0": cluster.broker_addr}, "readQueueNums": 3, "writeQueueNums": 3,
+                                  "perm": 6}]
+    assert listed["total"] == {"brokers": 1, "readQueueNums": 3, "writeQueueNums": 3}
+    text = mq("topicRoute", "-t", "CliT1", "-l")
+    assert text.exit_code == 0 and "Total:" in text.stdout and cluster.broker_addr in text.stdout
     status = mq_json(mq, "topicStatus", "-t", "CliT1")
     assert [(q["queueId"], q["minOffset"], q["maxOffset"]) for q in status["queues"]] == [(0, 0, 0), (1, 0, 0), (2, 0, 0)]
     table = mq("topicStatus", "-t", "CliT1")
@@ -181,10 +188,14 @@ def test_query_messages_by_key_id_and_offset(cluster, mq, client):
     copies = mq_json(mq, "queryMsgByKey", "-t", "CliT3", "-k", "order-1")["messages"]
     assert [m["body"] for m in copies] == ["hello 1", "hello 1"] and {m["uniqKey"] for m in copies} == {ids[1]}
     assert all(m["properties"].get("CLUSTER") == "DefaultCluster" for m in copies)
+    # -u: the unit name of the producer that sends again (its client id gets "@unit"); only with -s
+    [unit] = mq_json(mq, "queryMsgById", "-i", sent[1].msg_id, "-s", "true", "-u", "UnitX")
+    assert unit["status"] == "SEND_OK" and unit["queueOffset"] == 4
+    assert mq("queryMsgById", "-i", sent[1].msg_id, "-u", "UnitX").exit_code == 2
 
     at = mq_json(mq, "queryMsgByOffset", "-t", "CliT3", "-b", cluster.broker.broker_name, "-q", "0", "-o", "2")
     assert (at["body"], at["queueOffset"], at["uniqKey"]) == ("hello 2", 2, ids[2])
-    past = mq("queryMsgByOffset", "-t", "CliT3", "-b", cluster.broker_addr, "-q", "0", "-o", "4")
+    past = mq("queryMsgByOffset", "-t", "CliT3", "-b", cluster.broker_addr, "-q", "0", "-o", "5")
     assert past.exit_code == 1 and "has no message" in str(past.exception)
 
 
