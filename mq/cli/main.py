@@ -40,6 +40,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "deleteSubGroup": ("mq.cli.consumer_admin:delete_sub_group", "Delete a subscription group."),
     "queryMsgByKey": ("mq.cli.query:query_msg_by_key", "Find messages of a topic by key."),
     "queryMsgById": ("mq.cli.query:query_msg_by_id", "Show a message by offsetMsgId or UNIQ_KEY."),
+    "resumeCheckHalfMessage": ("mq.cli.transaction_admin:resume_check_half_message",
+                               "Restart the transaction checks of a discarded half message."),
     "queryMsgByOffset": ("mq.cli.query:query_msg_by_offset", "Show the message at a queue offset."),
     "trace": ("mq.cli.trace:trace", "Message trace: follow one message's path (mq trace -i MSGID)."),
     "store": ("mq.cli.store:store", "Verify or print a store directory offline (no broker needed)."),

@@ -382,6 +382,18 @@ class MQAdmin:
         resp = await self.call_broker(addr, req)
         return dict(ResetOffsetBody.from_json(resp.body).offset_table) if resp.body else {}
 
+    async def resume_check_half_message(self, msg_id: str) -> str:
+        """RESUME_CHECK_HALF_MESSAGE (323) to the broker that stores ``msg_id`` (an offsetMsgId of a half message
+        or of its copy in TRANS_CHECK_MAX_TIME_TOPIC): its transaction checks start again. Returns the broker
+        address; ``BrokerError`` with the broker's reason when it refuses."""
+        from mq.common.msg_id import decode_offset_msg_id
+
+        (ip, port), _offset = decode_offset_msg_id(msg_id)
+        addr = f"[{ip}]:{port}" if ":" in ip else f"{ip}:{port}"
+        await self._broker(addr, RequestCode.RESUME_CHECK_HALF_MESSAGE,
+                           h.ResumeCheckHalfMessageRequestHeader(msg_id=msg_id))
+        return addr
+
     async def get_consumer_running_info(self, addr: str, group: str, client_id: str, jstack: bool = False):
         """GET_CONSUMER_RUNNING_INFO (307) relayed by the broker; the client's JSON, parsed (object keys kept)."""
         from mq.common.fastjson import loads

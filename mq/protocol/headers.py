@@ -404,6 +404,14 @@ class EndTransactionRequestHeader(Header):
 
 
 @_header
+class ResumeCheckHalfMessageRequestHeader(Header):
+    """RESUME_CHECK_HALF_MESSAGE (323): the offsetMsgId of a half message (or of its copy in
+    TRANS_CHECK_MAX_TIME_TOPIC) whose transaction checks start again."""
+
+    msg_id: str | None = None
+
+
+@_header
 class CheckTransactionStateRequestHeader(Header):
     tran_state_table_offset: int
     commit_log_offset: int
@@ -699,6 +707,7 @@ REQUEST_HEADERS: dict[int, type[Header]] = {
     RequestCode.END_TRANSACTION: EndTransactionRequestHeader,
     RequestCode.GET_CONSUMER_LIST_BY_GROUP: GetConsumerListByGroupRequestHeader,
     RequestCode.CHECK_TRANSACTION_STATE: CheckTransactionStateRequestHeader,
+    RequestCode.RESUME_CHECK_HALF_MESSAGE: ResumeCheckHalfMessageRequestHeader,
     RequestCode.NOTIFY_CONSUMER_IDS_CHANGED: NotifyConsumerIdsChangedRequestHeader,
     RequestCode.PUT_KV_CONFIG: PutKVConfigRequestHeader,
     RequestCode.GET_KV_CONFIG: GetKVConfigRequestHeader,

@@ -186,3 +186,86 @@ def test_late_end_for_an_older_copy_does_not_commit_twice(namesrv, broker_factor
     assert wrong_offset.code == ResponseCode.SYSTEM_ERROR
     assert late.code == ResponseCode.SUCCESS
     assert _bodies(broker, "TopicT6") == [b"once"]
+
+
+def test_resume_check_of_a_discarded_half_message(namesrv, broker_factory, run, client_config):
+    """`mq resumeCheckHalfMessage` (RESUME_CHECK_HALF_MESSAGE 323): a half message discarded after its last check
+    goes back to the check queue with its count at 0, the producer is asked again and its commit is delivered."""
+    import json
+
+    from click.testing import CliRunner
+
+    from mq.cli.main import cli
+    from mq.common.msg_id import create_offset_msg_id
+
+    broker = broker_factory(transaction_check_interval=200, transaction_time_out=100, transaction_check_max=1)
+    answer = {"state": S.UNKNOW}
+    checks: list[str] = []
+
+    def checker(m):
+        checks.append(m.properties[P.TRANSACTION_CHECK_TIMES])
+        return answer["state"]
+
+    def mq(*args: str):
+        return asyncio.to_thread(CliRunner().invoke, cli, ["-n", namesrv.address, *args])
+
+    async def go():
+        await make_topic(broker, "TopicT7")
+        p = TransactionProducer(ProducerConfig(group="PG_T7"), client_config(),
+                                executor=lambda m, arg: S.UNKNOW, checker=checker)
+        async with p:
+            sent = await p.send_in_transaction(Message("TopicT7", b"resumed"))
+            await wait_for(lambda: broker.store.get_max_offset("TRANS_CHECK_MAX_TIME_TOPIC", 0) == 1, 15)
+            await asyncio.sleep(0.6)  # no more checks of a discarded message
+            assert checks == ["1"]
+            [raw] = broker.store.get_message("t", "TRANS_CHECK_MAX_TIME_TOPIC", 0, 0, 1).buffers
+            parked = decode_record(raw)
+            offset_id = create_offset_msg_id(parked.store_host, parked.commit_log_offset)
+
+            # refused: an ordinary message, a mistyped id, a UNIQ_KEY without its topic
+            await make_topic(broker, "TopicT7b")
+            plain = await p.send(Message("TopicT7b", b"plain"))
+            refused = await mq("resumeCheckHalfMessage", "-i", plain.offset_msg_id)
+            assert refused.exit_code == 1 and "not a half message" in str(refused.exception)
+            assert (await mq("resumeCheckHalfMessage", "-i", "xyz")).exit_code == 2
+            assert (await mq("resumeCheckHalfMessage", "-i", sent.msg_id)).exit_code == 2
+
+            answer["state"] = S.COMMIT_MESSAGE
+            ok = await mq("resumeCheckHalfMessage", "-i", offset_id, "--json")
+            assert ok.exit_code == 0, ok.output
+            assert json.loads(ok.output) == {"msgId": offset_id, "offsetMsgId": offset_id,
+                                             "brokerAddr": broker.address, "resumed": True}
+            await wait_for(lambda: _bodies(broker, "TopicT7") == [b"resumed"], 15)
+            return sent
+
+    sent = run(go(), 60)
+    assert checks == ["1", "1"]  # the count started again from 0
+    committed = [decode_record(b) for q in range(4) for b in broker.store.get_message("t", "TopicT7", q, 0, 8).buffers]
+    assert [m.properties[P.UNIQ_CLIENT_MESSAGE_ID_KEYIDX] for m in committed] == [sent.msg_id]
+    assert broker.resume_half_processor.resumed == 1
+
+
+def test_resume_check_by_transaction_id(namesrv, broker_factory, run, client_config):
+    """The UNIQ_KEY form: `-i TRANSACTION_ID -t TRANS_CHECK_MAX_TIME_TOPIC` finds the parked copy by its key."""
+    from click.testing import CliRunner
+
+    from mq.cli.main import cli
+
+    broker = broker_factory(transaction_check_interval=200, transaction_time_out=100, transaction_check_max=1)
+    answer = {"state": S.UNKNOW}
+
+    async def go():
+        await make_topic(broker, "TopicT8")
+        p = TransactionProducer(ProducerConfig(group="PG_T8"), client_config(),
+                                executor=lambda m, arg: S.UNKNOW, checker=lambda m: answer["state"])
+        async with p:
+            sent = await p.send_in_transaction(Message("TopicT8", b"by-key"))
+            await wait_for(lambda: broker.store.get_max_offset("TRANS_CHECK_MAX_TIME_TOPIC", 0) == 1, 15)
+            answer["state"] = S.COMMIT_MESSAGE
+            res = await asyncio.to_thread(CliRunner().invoke, cli, [
+                "-n", namesrv.address, "resumeCheckHalfMessage", "-i", sent.msg_id, "-t", "TRANS_CHECK_MAX_TIME_TOPIC"])
+            assert res.exit_code == 0, res.output
+            assert "put back in the check queue" in res.output
+            await wait_for(lambda: _bodies(broker, "TopicT8") == [b"by-key"], 15)
+
+    run(go(), 60)

@@ -37,6 +37,11 @@ def register_all(controller: "BrokerController") -> None:
     controller.end_transaction_processor = EndTransactionProcessor(controller)
     controller.send_back_processor.register(server)
     controller.end_transaction_processor.register(server)
+    # RESUME_CHECK_HALF_MESSAGE (323): an operator restarts the checks of a discarded half message
+    from mq.daemon.broker.processors.resume_half import ResumeHalfProcessor
+
+    controller.resume_half_processor = ResumeHalfProcessor(controller)
+    controller.resume_half_processor.register(server)
     # request-reply: SEND_REPLY_MESSAGE (324), SEND_REPLY_MESSAGE_V2 (325) -> PUSH_REPLY_MESSAGE_TO_CLIENT (326)
     from mq.daemon.broker.processors.reply import ReplyProcessor
 
