@@ -382,6 +382,17 @@ class MQAdmin:
         resp = await self.call_broker(addr, req)
         return dict(ResetOffsetBody.from_json(resp.body).offset_table) if resp.body else {}
 
+    async def query_correction_offset(self, addr: str, topic: str, compare_group: str,
+                                      filter_groups: Sequence[str] = ()) -> dict[int, int]:
+        """QUERY_CORRECTION_OFFSET (308): per queue, the smallest offset any group but ``filter_groups`` committed
+        on ``topic`` at ``addr``; 2**63-1 where that is beyond ``compare_group``'s own offset."""
+        from mq.common.fastjson import loads
+
+        resp = await self._broker(addr, RequestCode.QUERY_CORRECTION_OFFSET, h.QueryCorrectionOffsetHeader(
+            compare_group=compare_group, topic=topic, filter_groups=",".join(filter_groups) or None))
+        table = loads(resp.body).get("correctionOffsets") or {} if resp.body else {}
+        return {int(k): int(v) for k, v in table.items()}
+
     async def resume_check_half_message(self, msg_id: str) -> str:
         """RESUME_CHECK_HALF_MESSAGE (323) to the broker that stores ``msg_id`` (an offsetMsgId of a half message
         or of its copy in TRANS_CHECK_MAX_TIME_TOPIC): its transaction checks start again. Returns the broker

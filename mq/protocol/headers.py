@@ -404,6 +404,15 @@ class EndTransactionRequestHeader(Header):
 
 
 @_header
+class QueryCorrectionOffsetHeader(Header):
+    """QUERY_CORRECTION_OFFSET (308): groups to leave out (comma separated), the group to compare with, topic."""
+
+    compare_group: str
+    topic: str
+    filter_groups: str | None = None
+
+
+@_header
 class ResumeCheckHalfMessageRequestHeader(Header):
     """RESUME_CHECK_HALF_MESSAGE (323): the offsetMsgId of a half message (or of its copy in
     TRANS_CHECK_MAX_TIME_TOPIC) whose transaction checks start again."""
@@ -708,6 +717,7 @@ REQUEST_HEADERS: dict[int, type[Header]] = {
     RequestCode.GET_CONSUMER_LIST_BY_GROUP: GetConsumerListByGroupRequestHeader,
     RequestCode.CHECK_TRANSACTION_STATE: CheckTransactionStateRequestHeader,
     RequestCode.RESUME_CHECK_HALF_MESSAGE: ResumeCheckHalfMessageRequestHeader,
+    RequestCode.QUERY_CORRECTION_OFFSET: QueryCorrectionOffsetHeader,
     RequestCode.NOTIFY_CONSUMER_IDS_CHANGED: NotifyConsumerIdsChangedRequestHeader,
     RequestCode.PUT_KV_CONFIG: PutKVConfigRequestHeader,
     RequestCode.GET_KV_CONFIG: GetKVConfigRequestHeader,

@@ -14,6 +14,7 @@ from mq.store.config_files import ConsumerOffsetFile, offset_key
 log = logging.getLogger(__name__)
 
 SEPARATOR = "@"
+LONG_MAX = 2**63 - 1
 
 
 class ConsumerOffsetManager:
@@ -47,6 +48,28 @@ class ConsumerOffsetManager:
 
     def table(self) -> dict[str, dict[int, int]]:
         return {k: dict(v) for k, v in self._table.items()}
+
+    def correction_offsets(self, topic: str, filter_groups: set[str], compare_group: str,
+                           queue_min_offset) -> dict[int, int]:
+        """RocketMQ ``queryMinOffsetInAllGroup`` + QUERY_CORRECTION_OFFSET: per queue of ``topic``, the smallest
+        offset committed by any group outside ``filter_groups`` (offsets below ``queue_min_offset(queue_id)``, the
+        queue's first kept message, are ignored); a queue where that minimum is beyond ``compare_group``'s own
+        offset gets Long.MAX_VALUE. Java removes the filtered groups' offsets from its table while it looks (the
+        key set is a live view); nothing is removed here."""
+        mins: dict[int, int] = {}
+        for key, per in self._table.items():
+            t, _, g = key.partition(SEPARATOR)
+            if t != topic or g in filter_groups:
+                continue
+            for qid, off in per.items():
+                if off >= queue_min_offset(qid):
+                    old = mins.get(qid)
+                    mins[qid] = off if old is None else min(old, off)
+        for qid, off in (self._table.get(topic + SEPARATOR + compare_group) or {}).items():
+            m = mins.get(qid)
+            if m is not None and m > off:
+                mins[qid] = LONG_MAX
+        return mins
 
     def groups_of_topic(self, topic: str) -> set[str]:
         out = set()

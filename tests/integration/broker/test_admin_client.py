@@ -81,3 +81,27 @@ def test_admin_round_trip(cluster, admin):
             await admin.topic_route("AcT")
 
     run(go())
+
+
+def test_query_correction_offset(cluster, admin):
+    """QUERY_CORRECTION_OFFSET (308): the smallest committed offset per queue over the groups not filtered out;
+    Long.MAX_VALUE where it is beyond the compare group's; the filtered groups keep their offsets (Java's
+    ConsumerOffsetManager drops them while it looks)."""
+    addr = cluster.broker_addr
+
+    async def go():
+        await admin.create_and_update_topic_config(addr, TopicConfig("CorrT", 2, 2))
+        for i in range(10):
+            assert (await admin.client.invoke(addr, send_cmd("CorrT", b"m%d" % i, queue_id=i % 2))).code == 0
+        for group, offsets in {"CorrA": {0: 5, 1: 3}, "CorrB": {0: 2, 1: 4}, "CorrD": {0: 1}}.items():
+            for qid, off in offsets.items():
+                await admin.client.invoke(addr, req(R.UPDATE_CONSUMER_OFFSET, H.UpdateConsumerOffsetRequestHeader(
+                    consumer_group=group, topic="CorrT", queue_id=qid, commit_offset=off)))
+        assert await admin.query_correction_offset(addr, "CorrT", "CorrA") == {0: 1, 1: 3}
+        assert await admin.query_correction_offset(addr, "CorrT", "CorrA", ["CorrB"]) == {0: 1, 1: 3}
+        # CorrD left out and behind everybody else on queue 0: nothing to correct there
+        assert await admin.query_correction_offset(addr, "CorrT", "CorrD", ["CorrB", "CorrD"]) == {0: 2**63 - 1, 1: 3}
+        assert (await admin.get_all_consumer_offset(addr))["CorrT@CorrB"] == {0: 2, 1: 4}
+        assert await admin.query_correction_offset(addr, "NoSuchT", "CorrA") == {}
+
+    cluster.run(go())

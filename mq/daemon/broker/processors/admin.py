@@ -321,6 +321,15 @@ class AdminProcessor:
         table = DelayOffsetFile(self.store.root).load()
         return cmd.response(SUCCESS, body=dumps({"offsetTable": dict(sorted(table.items()))}, fastjson_int_keys=True))
 
+    def query_correction_offset(self, conn: "RemotingConnection", cmd: RemotingCommand) -> RemotingCommand:
+        """QUERY_CORRECTION_OFFSET (308): QueryCorrectionOffsetBody {correctionOffsets: {queueId: offset}}."""
+        hd = h.QueryCorrectionOffsetHeader.from_ext(cmd.ext_fields)
+        filters = {g.strip() for g in (hd.filter_groups or "").split(",") if g.strip()}
+        table = self.c.offsets.correction_offsets(hd.topic, filters, hd.compare_group,
+                                                  lambda qid: self.store.get_min_offset(hd.topic, qid))
+        return cmd.response(SUCCESS, body=dumps({"correctionOffsets": dict(sorted(table.items()))},
+                                                fastjson_int_keys=True))
+
     def reset_offsets_table(self, topic: str, group: str, timestamp: int, force: bool
                             ) -> dict[MessageQueue, int] | str:
         """The new offset of each queue (Java ``Broker2Client.resetOffset``), or an error text."""
@@ -449,6 +458,7 @@ def register(controller: "BrokerController") -> None:
         RequestCode.QUERY_CONSUME_TIME_SPAN: p.query_consume_time_span,
         RequestCode.GET_ALL_CONSUMER_OFFSET: p.get_all_consumer_offset,
         RequestCode.GET_ALL_DELAY_OFFSET: p.get_all_delay_offset,
+        RequestCode.QUERY_CORRECTION_OFFSET: p.query_correction_offset,
         RequestCode.INVOKE_BROKER_TO_RESET_OFFSET: p.invoke_reset_offset,
         RequestCode.GET_CONSUMER_RUNNING_INFO: p.get_consumer_running_info,
         RequestCode.CONSUME_MESSAGE_DIRECTLY: p.consume_message_directly,
