@@ -5,6 +5,7 @@ children and its ``pull()`` can loop forever."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
@@ -26,12 +27,32 @@ def drive(*args: object, timeout: float = 60.0) -> dict:
     return json.loads([ln for ln in proc.stdout.strip().splitlines() if ln.startswith("{")][-1])
 
 
-def received(consumer: subprocess.Popen, out: str, err: str) -> list[dict]:
-    """The ``received`` list a push driver printed, or a failure naming its exit code and stderr."""
+@contextlib.contextmanager
+def push_consumer(ns: str, topic: str, group: str, expr: str, expected: int, seconds: float):
+    """A C++ push consumer in a fresh process (``cpp_driver.py push``), yielded once it has started and killed on
+    the way out if it is still running."""
+    consumer = subprocess.Popen([sys.executable, DRIVER, "push", ns, topic, group, expr, str(expected), str(seconds)],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        while True:  # the native library may print its own lines first
+            line = consumer.stdout.readline()
+            assert line, consumer.stderr.read()[-2000:]
+            if line.startswith("{") and json.loads(line).get("started"):
+                break
+        yield consumer
+    finally:
+        if consumer.poll() is None:
+            consumer.kill()
+
+
+def received(consumer: subprocess.Popen, timeout: float) -> tuple[list[dict], str]:
+    """Wait for a push driver to finish; the ``received`` list it printed and its stderr, or a failure naming its
+    exit code and stderr."""
+    out, err = consumer.communicate(timeout=timeout)
     lines = [json.loads(ln) for ln in out.strip().splitlines() if ln.startswith("{")]
     results = [d["received"] for d in lines if "received" in d]
     assert results, f"the push driver printed no result (exit code {consumer.returncode}): {err[-2000:]}"
-    return results[-1]
+    return results[-1], err
 
 
 def test_sync_oneway_and_orderly_sends(daemons):
@@ -55,21 +76,10 @@ def test_sync_oneway_and_orderly_sends(daemons):
 def test_push_consumer_tag_expression_sees_old_and_new_messages(daemons):
     ns = daemons.namesrv.address
     drive("produce", ns, "CppPush", "sync", 9, "TagA,TagB,TagC")  # before the group exists
-    consumer = subprocess.Popen([sys.executable, DRIVER, "push", ns, "CppPush", "GID_CPP_PUSH", "TagA || TagC",
-                                 "12", "40"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        while True:  # the native library may print its own lines first
-            line = consumer.stdout.readline()
-            assert line, consumer.stderr.read()[-2000:]
-            if line.startswith("{") and json.loads(line).get("started"):
-                break
+    with push_consumer(ns, "CppPush", "GID_CPP_PUSH", "TagA || TagC", 12, 40) as consumer:
         time.sleep(2.0)
         drive("produce", ns, "CppPush", "sync", 9, "TagA,TagB,TagC")  # while it runs
-        out, err = consumer.communicate(timeout=60)
-    finally:
-        if consumer.poll() is None:
-            consumer.kill()
-    got = received(consumer, out, err)
+        got, err = received(consumer, 60)
     tags = sorted(g["tags"] for g in got)
     assert tags == ["TagA"] * 6 + ["TagC"] * 6, (tags, err[-1000:])
     assert len({g["id"] for g in got}) == 12  # each message once (bodies repeat across the two runs)
@@ -112,22 +122,11 @@ def test_cpp_push_consumer_receives_what_mq_send_sent(daemons):
     sent = mq_cli("-n", ns, "send", "-t", "MqToCpp", "--tag", "TagM", "--keys", "from-mq", "--body", "hello cpp",
                   "--json")
     assert sent.returncode == 0, sent.stderr
-    consumer = subprocess.Popen([sys.executable, DRIVER, "push", ns, "MqToCpp", "GID_CPP_FROM_MQ", "TagM", "2",
-                                 "40"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        while True:
-            line = consumer.stdout.readline()
-            assert line, consumer.stderr.read()[-2000:]
-            if line.startswith("{") and json.loads(line).get("started"):
-                break
+    with push_consumer(ns, "MqToCpp", "GID_CPP_FROM_MQ", "TagM", 2, 40) as consumer:
         time.sleep(1.0)
         again = mq_cli("-n", ns, "send", "-t", "MqToCpp", "--tag", "TagM", "--body", "second", "--json")
         assert again.returncode == 0, again.stderr
-        out, err = consumer.communicate(timeout=60)
-    finally:
-        if consumer.poll() is None:
-            consumer.kill()
-    got = received(consumer, out, err)
+        got, err = received(consumer, 60)
     assert sorted(g["body"] for g in got) == ["hello cpp", "second"], err[-1000:]
     assert {g["tags"] for g in got} == {"TagM"}
 
@@ -138,14 +137,7 @@ def test_reset_offset_with_cplus_rewinds_a_running_cpp_consumer(daemons):
     ns = daemons.namesrv.address
     before = int(time.time() * 1000) - 1000
     drive("produce", ns, "CppReset", "sync", 6, "TagR")
-    consumer = subprocess.Popen([sys.executable, DRIVER, "push", ns, "CppReset", "GID_CPP_RESET", "*", "12", "60"],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        while True:
-            line = consumer.stdout.readline()
-            assert line, consumer.stderr.read()[-2000:]
-            if line.startswith("{") and json.loads(line).get("started"):
-                break
+    with push_consumer(ns, "CppReset", "GID_CPP_RESET", "*", 12, 60) as consumer:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:  # the first pass is consumed and its offsets committed
             committed = sum(max(daemons.broker.offsets.query("GID_CPP_RESET", "CppReset", q), 0) for q in range(4))
@@ -157,10 +149,6 @@ def test_reset_offset_with_cplus_rewinds_a_running_cpp_consumer(daemons):
                        "-c", "--json")
         assert reset.returncode == 0, reset.stderr
         assert sorted(r["offset"] for r in json.loads(reset.stdout)["offsets"]) == [0, 0, 0, 0]
-        out, err = consumer.communicate(timeout=90)
-    finally:
-        if consumer.poll() is None:
-            consumer.kill()
-    got = received(consumer, out, err)
+        got, err = received(consumer, 90)
     bodies = sorted(g["body"] for g in got)
     assert bodies == sorted(f"sync-{i}-TagR" for i in range(6) for _ in range(2)), (bodies, err[-1000:])

@@ -221,6 +221,10 @@ def test_resume_check_of_a_discarded_half_message(namesrv, broker_factory, run, 
             [raw] = broker.store.get_message("t", "TRANS_CHECK_MAX_TIME_TOPIC", 0, 0, 1).buffers
             parked = decode_record(raw)
             offset_id = create_offset_msg_id(parked.store_host, parked.commit_log_offset)
+            # where an operator finds it, once the broker has registered the new topic
+            await wait_for(lambda: namesrv.table.pickup_route("TRANS_CHECK_MAX_TIME_TOPIC") is not None, 10)
+            listed = await mq("pull", "-t", "TRANS_CHECK_MAX_TIME_TOPIC", "--json")
+            assert listed.exit_code == 0 and offset_id in listed.output, listed.output
 
             # refused: an ordinary message, a mistyped id, a UNIQ_KEY without its topic
             await make_topic(broker, "TopicT7b")
@@ -261,6 +265,7 @@ def test_resume_check_by_transaction_id(namesrv, broker_factory, run, client_con
         async with p:
             sent = await p.send_in_transaction(Message("TopicT8", b"by-key"))
             await wait_for(lambda: broker.store.get_max_offset("TRANS_CHECK_MAX_TIME_TOPIC", 0) == 1, 15)
+            await wait_for(lambda: namesrv.table.pickup_route("TRANS_CHECK_MAX_TIME_TOPIC") is not None, 10)
             answer["state"] = S.COMMIT_MESSAGE
             res = await asyncio.to_thread(CliRunner().invoke, cli, [
                 "-n", namesrv.address, "resumeCheckHalfMessage", "-i", sent.msg_id, "-t", "TRANS_CHECK_MAX_TIME_TOPIC"])
