@@ -291,6 +291,57 @@ def reset_offset_by_time(obj, group: str, topic: str, when: str, force: bool, no
                   justify={"QID": "right", "New Offset": "right"})
 
 
+@click.command("skipAccumulatedMessage")
+@click.option("-g", "--group", required=True, help="Consumer group.")
+@click.option("-t", "--topic", required=True, help="Topic.")
+@bool_option("-f", "--force", default=True, help="Move every queue to its end (false: never move an offset back).")
+@json_option
+@click.pass_context
+def skip_accumulated_message(ctx: click.Context, group: str, topic: str, force: bool, json_mode: bool) -> None:
+    """Skip a group's backlog on a topic: every queue's offset moves to its max offset (mqadmin's
+    skipAccumulatedMessage, resetOffsetByTime to the latest offset). Online consumers are told at once."""
+    ctx.invoke(reset_offset_by_time, group=group, topic=topic, when="-1", force=force, no_force=False, cplus=False,
+               json_mode=json_mode)
+
+
+@click.command("getConsumerConfig")
+@click.option("-g", "--groupName", "--group", "group", required=True, help="Subscription group name.")
+@json_option
+@click.pass_obj
+def get_consumer_config(obj, group: str, json_mode: bool) -> None:
+    """Show a subscription group's config on every broker that has it (mqadmin's getConsumerConfig: each broker's
+    master, or a slave when the master is down). Exit code 1 when no broker has the group."""
+    import sys
+
+    from mq.cli.console import Console
+
+    async def run(admin) -> list[dict[str, Any]]:
+        info = await admin.cluster_info()
+        cluster_of = {name: c for c, names in info.cluster_addr_table.items() for name in names}
+        found = []
+        for name, bd in sorted(info.broker_addr_table.items()):
+            addrs = bd.broker_addrs
+            addr = addrs.get(0) or next(iter(addrs.values()), None)
+            if addr is None:
+                continue
+            cfg = (await admin.get_all_subscription_group(addr)).subscription_group_table.get(group)
+            if cfg is not None:
+                found.append({"clusterName": cluster_of.get(name), "brokerName": name, "brokerAddr": addr,
+                              "config": cfg.to_json_value()})
+        return found
+
+    found = with_admin(obj, run)
+    console = Console(json_mode=json_mode)
+    if json_mode:
+        console.json(found)
+    for row in [] if json_mode else found:
+        console.table(f"{row['clusterName']}:{row['brokerName']} ({row['brokerAddr']})", ["Key", "Value"],
+                      sorted(row["config"].items()))
+    if not found:
+        console.error(f"no broker has subscription group {group}")
+        sys.exit(1)
+
+
 def _target_addrs(admin, cluster: str | None, broker: str | None):
     if broker:
         async def one() -> dict[str, str]:

@@ -43,6 +43,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "resumeCheckHalfMessage": ("mq.cli.transaction_admin:resume_check_half_message",
                                "Restart the transaction checks of a discarded half message."),
     "queryMsgByOffset": ("mq.cli.query:query_msg_by_offset", "Show the message at a queue offset."),
+    "queryMsgByUniqueKey": ("mq.cli.query:query_msg_by_unique_key", "Show a message by its UNIQ_KEY (client msgId) in a topic."),
+    "queryMsgTraceById": ("mq.cli.trace:query_msg_trace_by_id", "Show one message's trace (mqadmin's name for mq trace -i)."),
+    "sendMessage": ("mq.cli.send:send_message", "Send one message (mqadmin's options: -p body, -k keys, -c tags, -b, -i)."),
+    "skipAccumulatedMessage": ("mq.cli.consumer_admin:skip_accumulated_message", "Move a group's offsets on a topic to the end (skip the backlog)."),
+    "getConsumerConfig": ("mq.cli.consumer_admin:get_consumer_config", "Show a subscription group's config on every broker."),
     "trace": ("mq.cli.trace:trace", "Message trace: follow one message's path (mq trace -i MSGID)."),
     "store": ("mq.cli.store:store", "Verify or print a store directory offline (no broker needed)."),
     "dlq": ("mq.cli.dlq:dlq", "Dead letters of a consumer group: list, resend."),  # DELIVERY helper

@@ -146,6 +146,31 @@ def query_msg_by_id(obj, msg_id: str, topic: str | None, group: str | None, clie
     -s, send each message again to its topic and show where it went.
 
     With several ids each is looked up; any not found is named on stderr and makes the exit code 1."""
+    query_by_ids(obj, msg_id, topic, group, client_id, resend, unit_name, json_mode)
+
+
+@click.command("queryMsgByUniqueKey")
+@click.option("-i", "--msgId", "--msg-id", "msg_id", required=True, metavar="ID[,ID...]",
+              help="The UNIQ_KEY (client msgId); several separated by commas.")
+@click.option("-t", "--topic", required=True, help="The topic of the message.")
+@click.option("-g", "--consumerGroup", "--group", "group", help="With -d: push each message to this group's client.")
+@click.option("-d", "--clientId", "--client-id", "client_id",
+              help="With -g: the client (its clientId) that consumes each message at once.")
+@click.option("-a", "--showAll", "--show-all", "show_all", is_flag=True,
+              help="Every stored copy with that key (at most 32; a retried send can store one twice), not only the "
+                   "newest.")
+@json_option
+@click.pass_obj
+def query_msg_by_unique_key(obj, msg_id: str, topic: str, group: str | None, client_id: str | None, show_all: bool,
+                            json_mode: bool) -> None:
+    """mqadmin's queryMsgByUniqueKey: show the message of a topic whose UNIQ_KEY (the client's msgId) is given, or
+    with -g and -d have that client consume it now. Without -a only the newest copy is shown."""
+    query_by_ids(obj, msg_id, topic, group, client_id, False, None, json_mode, newest_only=not show_all)
+
+
+def query_by_ids(obj, msg_id: str, topic: str | None, group: str | None, client_id: str | None, resend: bool,
+                 unit_name: str | None, json_mode: bool, *, newest_only: bool = False) -> None:
+    """queryMsgById and queryMsgByUniqueKey: look each id up, then print, push (-g/-d) or send again (-s)."""
     import sys
 
     from mq.cli.console import Console
@@ -185,7 +210,7 @@ def query_msg_by_id(obj, msg_id: str, topic: str | None, group: str | None, clie
             if failure is not None:
                 raise failure
             raise QueryNotFoundError(22, f"no message with id {one_id} in topic {topic}")
-        return IdKind.UNIQ_KEY.value, msgs
+        return IdKind.UNIQ_KEY.value, msgs[:1] if newest_only else msgs
 
     async def push(admin, m) -> dict[str, Any]:
         """CONSUME_MESSAGE_DIRECTLY through the broker that stores ``m``."""

@@ -7,7 +7,7 @@ import time
 
 import click
 
-from mq.cli.common import json_option
+from mq.cli.common import bool_option, json_option
 
 
 def read_body(body: str | None, file: str | None, size: int | None) -> bytes | None:
@@ -217,3 +217,24 @@ def print_summary(console, s: dict) -> None:
                  f"p50 {s['p50_ms']} ms, p99 {s['p99_ms']} ms, max {s['max_ms']} ms")
     for cause, n in sorted(s["failures"].items(), key=lambda kv: -kv[1]):
         console.line(f"  {n} x {cause}")
+
+
+@click.command("sendMessage")
+@click.option("-t", "--topic", required=True, help="Topic name.")
+@click.option("-p", "--body", required=True, help="UTF-8 string format of the message body.")
+@click.option("-k", "--key", default=None, help="Message keys.")
+@click.option("-c", "--tags", default=None, help="Message tags.")
+@click.option("-b", "--broker", default=None, help="Send message to target broker (its name).")
+@click.option("-i", "--qid", "queue_id", type=click.IntRange(min=0), default=None,
+              help="Send message to target queue (needs -b).")
+@bool_option("-m", "--msgTraceEnable", "trace", help="Trace the send (a Pub record; see `mq trace -i MSGID`).")
+@json_option
+@click.pass_context
+def send_message(ctx: click.Context, topic: str, body: str, key: str | None, tags: str | None, broker: str | None,
+                 queue_id: int | None, trace: bool, json_mode: bool) -> None:
+    """mqadmin's sendMessage: send one message and print its broker, queue, result and msgId (the same as
+    `mq send -t TOPIC --body TEXT`, with mqadmin's option letters)."""
+    if queue_id is not None and broker is None:
+        raise click.UsageError("Broker name must be set if the queue is chosen! (-i needs -b)")
+    ctx.invoke(send, topic=topic, tag=tags, keys=key, body=body, queue_id=queue_id, broker=broker, trace=trace,
+               json_mode=json_mode)

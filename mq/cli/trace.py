@@ -31,6 +31,12 @@ def trace(ctx: click.Context, msg_id: str | None, topic: str | None, trace_topic
     if not msg_id:
         click.echo(ctx.get_help())
         raise click.UsageError("give -i/--msg-id (or a sub-command)")
+    show_trace(ctx, msg_id, topic, trace_topic, max_num, not no_groups, json_mode)
+
+
+def show_trace(ctx: click.Context, msg_id: str, topic: str | None, trace_topic: str | None, max_num: int,
+               check_groups: bool, json_mode: bool) -> None:
+    """Query and print one message's trace; exit code 2 when no trace record names it."""
     from mq.cli.common import with_admin
     from mq.cli.console import Console
     from mq.trace.query import query_trace
@@ -38,13 +44,25 @@ def trace(ctx: click.Context, msg_id: str | None, topic: str | None, trace_topic
     console = Console(json_mode=json_mode)
     result = with_admin(ctx.obj, lambda admin: query_trace(admin, msg_id.strip(), topic=topic,
                                                            trace_topic=trace_topic, max_num=max_num,
-                                                           check_groups=not no_groups), timeout=5.0)
+                                                           check_groups=check_groups), timeout=5.0)
     if json_mode:
         console.json(result.to_dict())
     else:
         print_trace(console, result)
     if not result.found:
         ctx.exit(2)
+
+
+@click.command("queryMsgTraceById")
+@click.option("-i", "--msgId", "--msg-id", "msg_id", required=True, help="The message id (UNIQ_KEY / msgId).")
+@click.option("-t", "--traceTopic", "--trace-topic", "trace_topic", default=None,
+              help="Trace topic [default: RMQ_SYS_TRACE_TOPIC].")
+@json_option
+@click.pass_context
+def query_msg_trace_by_id(ctx: click.Context, msg_id: str, trace_topic: str | None, json_mode: bool) -> None:
+    """mqadmin's name for `mq trace -i`: the message's path from its trace records (Pub, each consumer group's
+    attempts, transaction ends). Exit code 2 when no trace record names it."""
+    show_trace(ctx, msg_id, None, trace_topic, 64, True, json_mode)
 
 
 def _ms(v: int | None) -> str:

@@ -192,6 +192,14 @@ def test_query_messages_by_key_id_and_offset(cluster, mq, client):
     [unit] = mq_json(mq, "queryMsgById", "-i", sent[1].msg_id, "-s", "true", "-u", "UnitX")
     assert unit["status"] == "SEND_OK" and unit["queueOffset"] == 4
     assert mq("queryMsgById", "-i", sent[1].msg_id, "-u", "UnitX").exit_code == 2
+    # mqadmin queryMsgByUniqueKey: the newest copy with that UNIQ_KEY; -a every copy
+    newest = mq_json(mq, "queryMsgByUniqueKey", "-i", ids[1], "-t", "CliT3")
+    assert newest["foundAs"] == "uniqKey" and [m["queueOffset"] for m in newest["messages"]] == [4]
+    every = mq_json(mq, "queryMsgByUniqueKey", "-i", ids[1], "-t", "CliT3", "-a")["messages"]
+    assert sorted(m["queueOffset"] for m in every) == [1, 3, 4] and {m["body"] for m in every} == {"hello 1"}
+    assert mq("queryMsgByUniqueKey", "-i", ids[1]).exit_code == 2  # -t is required
+    gone = mq("queryMsgByUniqueKey", "-i", "0" * 32, "-t", "CliT3")
+    assert gone.exit_code == 1
 
     at = mq_json(mq, "queryMsgByOffset", "-t", "CliT3", "-b", cluster.broker.broker_name, "-q", "0", "-o", "2")
     assert (at["body"], at["queueOffset"], at["uniqKey"]) == ("hello 2", 2, ids[2])
@@ -413,3 +421,30 @@ def test_cluster_list_interval_repeats_until_interrupted(cluster):
     code, out = interrupt_after(cluster, ["clusterList", "-i", "0.2", "--json"], b'"clusters":', 3)
     assert code == 130, out
     assert out.count(cluster.broker_addr) >= 3
+
+
+def test_mqadmin_send_skip_and_consumer_config(cluster, mq, client):
+    """mqadmin's sendMessage (-p/-k/-c/-b/-i), skipAccumulatedMessage (offsets to the end) and getConsumerConfig."""
+    name = cluster.broker.broker_name
+    mq("updateTopic", "-t", "CliSkip", "-c", "DefaultCluster", "-r", "2", "-w", "2")
+    sent = mq_json(mq, "sendMessage", "-t", "CliSkip", "-p", "via mqadmin", "-k", "sk1", "-c", "TagS", "-b", name,
+                   "-i", "1")
+    assert (sent["status"], sent["broker"], sent["queueId"], sent["queueOffset"]) == ("SEND_OK", name, 1, 0)
+    got = mq_json(mq, "queryMsgByKey", "-t", "CliSkip", "-k", "sk1")["messages"]
+    assert [(m["body"], m["tags"]) for m in got] == [("via mqadmin", "TagS")]
+    assert mq("sendMessage", "-t", "CliSkip", "-p", "x", "-i", "1").exit_code == 2  # -i needs -b
+    for i in range(4):
+        send(cluster, client, "CliSkip", b"backlog %d" % i, queue_id=i % 2)
+    commit(cluster, client, "CliSkipG", "CliSkip", 0, 0)
+    commit(cluster, client, "CliSkipG", "CliSkip", 1, 0)
+    skipped = mq_json(mq, "skipAccumulatedMessage", "-g", "CliSkipG", "-t", "CliSkip")
+    assert [(o["queueId"], o["offset"]) for o in skipped["offsets"]] == [(0, 2), (1, 3)]
+    assert mq_json(mq, "consumerProgress", "-g", "CliSkipG")["totals"]["diff"] == 0
+
+    mq("updateSubGroup", "-g", "CliCfgG", "-c", "DefaultCluster", "-r", "5")
+    [cfg] = mq_json(mq, "getConsumerConfig", "-g", "CliCfgG")
+    assert (cfg["clusterName"], cfg["brokerName"], cfg["brokerAddr"]) == ("DefaultCluster", name, cluster.broker_addr)
+    assert cfg["config"]["groupName"] == "CliCfgG" and cfg["config"]["retryMaxTimes"] == 5
+    text = mq("getConsumerConfig", "-g", "CliCfgG")
+    assert text.exit_code == 0 and "retryMaxTimes" in text.stdout and f"DefaultCluster:{name}" in text.stdout
+    assert mq("getConsumerConfig", "-g", "NoSuchGroup").exit_code == 1

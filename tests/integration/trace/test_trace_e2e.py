@@ -289,6 +289,10 @@ def test_cli_send_and_consume_with_trace_flag(run, namesrv, broker_factory):
             res = await asyncio.to_thread(mq, "trace", "-i", msg_id, "--json")
             data = json.loads(res.stdout) if res.exit_code in (0, 2) else None
             if data and data["pubs"] and [g["status"] for g in data["groups"]] == ["consumed"]:
+                alias = await asyncio.to_thread(mq, "queryMsgTraceById", "-i", msg_id, "--json")  # mqadmin's name
+                assert alias.exit_code == 0 and json.loads(alias.stdout)["pubs"] == data["pubs"], alias.output
+                missing = await asyncio.to_thread(mq, "queryMsgTraceById", "-i", "0" * 32)
+                assert missing.exit_code == 2 and "no trace record" in missing.stdout
                 return msg_id, data
             if asyncio.get_running_loop().time() > deadline:
                 raise AssertionError((res.output, res.exception))
