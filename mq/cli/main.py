@@ -48,6 +48,12 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "sendMessage": ("mq.cli.send:send_message", "Send one message (mqadmin's options: -p body, -k keys, -c tags, -b, -i)."),
     "skipAccumulatedMessage": ("mq.cli.consumer_admin:skip_accumulated_message", "Move a group's offsets on a topic to the end (skip the backlog)."),
     "getConsumerConfig": ("mq.cli.consumer_admin:get_consumer_config", "Show a subscription group's config on every broker."),
+    "printMsg": ("mq.cli.print_msg:print_msg", "Print the messages of a topic stored in a time range."),
+    "printMsgByQueue": ("mq.cli.print_msg:print_msg_by_queue", "Print (or count by tag) the messages of one queue in a time range."),
+    "consumeMessage": ("mq.cli.print_msg:consume_message", "Pull messages from a queue or topic by offset or time, without committing."),
+    "exportMetadata": ("mq.cli.export_admin:export_metadata", "Export topics and subscription groups of a cluster or broker to JSON."),
+    "exportConfigs": ("mq.cli.export_admin:export_configs", "Export the main broker configs and the size of a cluster to JSON."),
+    "exportMetrics": ("mq.cli.export_admin:export_metrics", "Export a cluster's runtime metrics to JSON."),
     "trace": ("mq.cli.trace:trace", "Message trace: follow one message's path (mq trace -i MSGID)."),
     "store": ("mq.cli.store:store", "Verify or print a store directory offline (no broker needed)."),
     "dlq": ("mq.cli.dlq:dlq", "Dead letters of a consumer group: list, resend."),  # DELIVERY helper
