@@ -109,6 +109,49 @@ def test_mq_commands_work_against_a_rocketmq_cluster(java_cluster):
     assert missing.returncode != 0 and "no route" in missing.stderr.lower()
 
 
+def test_mqadmin_named_commands_against_a_rocketmq_cluster(java_cluster, tmp_path):
+    """The commands that carry mqadmin's names and options, against RocketMQ's own broker."""
+    ns = java_cluster.namesrv
+    _until(lambda: mq_cli(ns, "clusterList"))
+    assert mq(ns, "updateTopic", "-t", "JM", "-c", "DefaultCluster", "-r", "2", "-w", "2").returncode == 0
+    sent = mq_cli(ns, "sendMessage", "-t", "JM", "-p", "named", "-k", "jm-key", "-c", "TagM", "-b", "java-broker",
+                  "-i", "1")
+    assert (sent["status"], sent["queueId"]) == ("SEND_OK", 1)
+    for _ in range(3):
+        assert mq_cli(ns, "send", "-t", "JM", "--tag", "TagN", "--body", "other")["status"] == "SEND_OK"
+    unique = mq_cli(ns, "queryMsgByUniqueKey", "-i", sent["msgId"], "-t", "JM")["messages"]
+    assert [m["body"] for m in unique] == ["named"]
+    printed = mq_cli(ns, "printMsg", "-t", "JM", "-s", "TagM")
+    assert [m["body"] for q in printed["queues"] for m in q["messages"]] == ["named"]
+    counted = mq_cli(ns, "printMsgByQueue", "-t", "JM", "-a", "java-broker", "-i", "1", "-f", "true")
+    assert counted["count"] >= 1 and {"tag": "TagM", "count": 1} in counted["tagCounts"]
+    consumed = mq_cli(ns, "consumeMessage", "-t", "JM", "-c", "10")
+    assert sorted(m["body"] for q in consumed["queues"] for m in q["messages"]) == ["named", "other", "other", "other"]
+
+    assert mq(ns, "updateSubGroup", "-g", "JMG", "-c", "DefaultCluster", "-r", "7").returncode == 0
+    [cfg] = mq_cli(ns, "getConsumerConfig", "-g", "JMG")
+    assert cfg["brokerName"] == "java-broker" and cfg["config"]["retryMaxTimes"] == 7
+    consumed = mq(ns, "consume", "-t", "JM", "-g", "JMG", "--count", "4")  # the group gets offsets on both queues
+    assert consumed.returncode == 0, consumed.stderr
+    for _ in range(2):
+        assert mq_cli(ns, "send", "-t", "JM", "--tag", "TagN", "--body", "later")["status"] == "SEND_OK"
+    skipped = mq_cli(ns, "skipAccumulatedMessage", "-g", "JMG", "-t", "JM")["offsets"]
+    assert sum(o["offset"] for o in skipped) == 6  # every queue at its end
+
+    for cmd, name in ((["exportMetadata", "-c", "DefaultCluster"], "metadata.json"),
+                      (["exportConfigs", "-c", "DefaultCluster"], "configs.json"),
+                      (["exportMetrics", "-c", "DefaultCluster"], "metrics.json")):
+        out = tmp_path / "export"
+        r = mq(ns, *cmd, "-f", str(out), "--json")
+        assert r.returncode == 0, (cmd, r.stderr)
+        assert json.loads((out / name).read_text()) == json.loads(r.stdout)["document"]
+    metadata = json.loads((tmp_path / "export" / "metadata.json").read_text())
+    assert "JM" in metadata["topicConfigTable"] and "JMG" in metadata["subscriptionGroupTable"]
+    configs = json.loads((tmp_path / "export" / "configs.json").read_text())
+    assert configs["brokerConfigs"]["java-broker"]["brokerName"] == "java-broker"
+    assert "java-broker" in json.loads((tmp_path / "export" / "metrics.json").read_text())["evaluateReport"]
+
+
 def test_mq_trace_follows_a_message_through_a_rocketmq_broker(java_cluster):
     ns = java_cluster.namesrv
     assert _until(lambda: mq_cli(ns, "clusterList"))
