@@ -369,6 +369,12 @@ def _metadata_summary(document: dict[str, Any], source: str) -> str:
     return f"{' and '.join(parts)} of {source}"
 
 
+def _configs_summary(document: dict[str, Any], cluster: str) -> str:
+    scale = document["clusterScale"]
+    return (f"cluster {cluster}: {scale['masterBrokerSize']} master(s), {scale['slaveBrokerSize']} slave(s), "
+            f"{scale['namesrvSize']} name server(s)")
+
+
 def _metrics_summary(document: dict[str, Any], cluster: str) -> str:
     tps = document["totalData"]["totalTps"]
     return (f"{len(document['evaluateReport'])} broker(s) of cluster {cluster}: in {tps['totalNormalInTps']:.2f} "
@@ -425,12 +431,7 @@ def export_metadata(obj, cluster: str | None, broker: str | None, file_path: str
 @click.pass_obj
 def export_configs(obj, cluster: str, file_path: str, json_mode: bool) -> None:
     """Export the main broker configs and the size of a cluster to configs.json."""
-    cluster = cluster.strip()
-    document = with_admin(obj, lambda admin: broker_configs_document(admin, cluster), timeout=10.0)
-    path = write_document(file_path, "configs.json", document)
-    scale = document["clusterScale"]
-    _emit(json_mode, path, document, f"cluster {cluster}: {scale['masterBrokerSize']} master(s), "
-                                     f"{scale['slaveBrokerSize']} slave(s), {scale['namesrvSize']} name server(s)")
+    _export_cluster(obj, cluster, file_path, "configs.json", broker_configs_document, _configs_summary, json_mode)
 
 
 @click.command("exportMetrics")
@@ -440,7 +441,12 @@ def export_configs(obj, cluster: str, file_path: str, json_mode: bool) -> None:
 @click.pass_obj
 def export_metrics(obj, cluster: str, file_path: str, json_mode: bool) -> None:
     """Export the runtime figures (TPS, daily counts, sizes, client versions) of a cluster to metrics.json."""
+    _export_cluster(obj, cluster, file_path, "metrics.json", metrics_document, _metrics_summary, json_mode)
+
+
+def _export_cluster(obj, cluster: str, file_path: str, name: str, build, summarize, json_mode: bool) -> None:
+    """exportConfigs / exportMetrics: ``build(admin, cluster)``, written to ``file_path/name``, then reported."""
     cluster = cluster.strip()
-    document = with_admin(obj, lambda admin: metrics_document(admin, cluster), timeout=10.0)
-    path = write_document(file_path, "metrics.json", document)
-    _emit(json_mode, path, document, _metrics_summary(document, cluster))
+    document = with_admin(obj, lambda admin: build(admin, cluster), timeout=10.0)
+    path = write_document(file_path, name, document)
+    _emit(json_mode, path, document, summarize(document, cluster))
