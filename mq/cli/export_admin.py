@@ -37,10 +37,10 @@ exportMetrics -c CLUSTER [-f DIR]  ->  metrics.json
     "totalTransInTps", "totalScheduleInTps"}, "totalOneDayNum": {the four oneDayNum keys summed}}}``.
     normal*Tps is the first (10 s) figure of putTps / getTransferedTps; normalOneDay*Num is yesterday's count
     (today's morning total minus yesterday's); trans/schedule figures are the TOPIC_PUT_NUMS stats of
-    RMQ_SYS_TRANS_HALF_TOPIC / SCHEDULE_TOPIC_XXXX (last minute's TPS, compute24HourSum), 0 when the broker has
-    none (a Java broker counts prepared and delayed messages there; ours counts them under the topic they were sent
-    to, so against our broker these figures are 0); topicSize / groupSize count the user topics (no retry/DLQ) and
-    groups; clientInfo lists the language and version of the clients online in those groups on that broker.
+    RMQ_SYS_TRANS_HALF_TOPIC / SCHEDULE_TOPIC_XXXX (last minute's TPS, compute24HourSum), where a broker, ours
+    as a Java one, counts prepared and delayed messages; 0 when it has none; topicSize / groupSize count the user
+    topics (no retry/DLQ) and groups; clientInfo lists the language and version of the clients online in those
+    groups on that broker.
 
 What our broker cannot provide is left out, as fastjson leaves out a null: ``runtimeEnv`` is ``{}`` because our
 broker's config has no ``clientCallbackExecutorThreads`` (mqadmin's "cpuNum") and its runtime table no

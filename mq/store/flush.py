@@ -161,7 +161,7 @@ class FlushGroup:
 
 def _failed(res: PutMessageResult, status: PutMessageStatus) -> PutMessageResult:
     return PutMessageResult(status, res.wrote_offset, res.wrote_bytes, res.queue_offset, res.phy_offsets,
-                            res.store_timestamp, res.msg_num, "flush did not complete", res.store_host)
+                            res.store_timestamp, res.msg_num, "flush did not complete", res.store_host, res.topic)
 
 
 def _resolve_all(waiters: list, status: PutMessageStatus) -> None:

@@ -333,7 +333,7 @@ class MessageStore:
                     wrote = last.phy_offset + last.size - first.phy_offset
                     phys = [r.phy_offset for r in reqs]
                 res = PutMessageResult(_S.PUT_OK, first.phy_offset, wrote, first.queue_offset, phys,
-                                       first.store_timestamp, len(reqs), "", cl.store_host)
+                                       first.store_timestamp, len(reqs), "", cl.store_host, first.topic)
                 gc = self.group_commit
                 if gc is not None:
                     group = gc.add(reqs)

@@ -69,6 +69,9 @@ class PutMessageResult:
     remark: str = ""
     #: packed STOREHOST (8 or 20 bytes), for the offsetMsgIds
     store_host: bytes = b""
+    #: the topic the records were stored under: SCHEDULE_TOPIC_XXXX for a delayed message, else the message's
+    #: own (what RocketMQ's broker statistics count a put under); empty when nothing was stored
+    topic: str = ""
 
     @property
     def ok(self) -> bool:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 
+from mq.common import properties as P
 from mq.common.message import MessageQueue
 from mq.protocol import headers as H
 from mq.protocol.bodies import BrokerStatsData, ConsumeStatsList, GetConsumerStatusBody, ProducerTableInfo
@@ -17,7 +18,7 @@ from mq.protocol.command import RemotingCommand
 from mq.remoting import RemotingClient
 
 from tests.integration.broker.test_admin_cli import mq_json
-from tests.integration.broker.wire import heartbeat_cmd, pull_cmd, req, send_cmd
+from tests.integration.broker.wire import heartbeat_cmd, props, pull_cmd, req, send_cmd
 
 GET_ALL_PRODUCER_INFO = 328
 TOPIC, IDLE, GROUP = "StatT", "StatIdle", "StatCG"
@@ -101,6 +102,28 @@ def test_view_broker_stats_data(cluster, client, traffic):
     assert (missing.code, missing.remark) == (C.SYSTEM_ERROR, "The stats <TOPIC_PUT_NUMS> <NoSuchTopic> not exist")
     assert view(cluster, client, "GROUP_GET_NUMS", TOPIC).code == C.SYSTEM_ERROR
 
+
+
+def test_puts_are_counted_under_the_topic_stored(cluster, client):
+    """As a Java broker does (it counts ``msg.getTopic()`` after the store rewrote it): a delayed message under
+    SCHEDULE_TOPIC_XXXX, a prepared one under RMQ_SYS_TRANS_HALF_TOPIC, neither under the topic it was sent to."""
+    stats = cluster.broker.stats
+    clock = Clock(stats.clock() + 3_600_000)
+    stats.clock = clock
+    stats.tick()
+    create_topic(cluster, client, "StatStored", 1)
+    sends = [props("T"), props("T", **{P.DELAY_TIME_LEVEL: "2"}), props("T", **{P.DELAY_TIME_LEVEL: "2"}),
+             props("T", **{P.TRANSACTION_PREPARED: "true", P.PRODUCER_GROUP: "TxPG"})]
+    for p in sends:
+        prepared = P.TRANSACTION_PREPARED in p  # sysFlag TRANSACTION_PREPARED_TYPE as well
+        resp = call(cluster, client, send_cmd("StatStored", b"x" * 50, properties=p, group="TxPG",
+                                              sys_flag=4 if prepared else 0))
+        assert resp.code == C.SUCCESS, resp.remark
+    clock.now += 10_000
+    assert figures(view(cluster, client, "TOPIC_PUT_NUMS", "StatStored"))["minute"][0] == 1
+    assert figures(view(cluster, client, "TOPIC_PUT_NUMS", "SCHEDULE_TOPIC_XXXX"))["minute"][0] == 2
+    assert figures(view(cluster, client, "TOPIC_PUT_NUMS", "RMQ_SYS_TRANS_HALF_TOPIC"))["minute"][0] == 1
+    assert figures(view(cluster, client, "BROKER_PUT_NUMS", cluster.broker.cluster))["minute"][0] == 4
 
 def test_broker_consume_stats_wire_and_cli(cluster, client, traffic, mq):
     resp = call(cluster, client, req(R.GET_BROKER_CONSUME_STATS, H.GetConsumeStatsInBrokerHeader(is_order=False)))
