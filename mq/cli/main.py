@@ -67,6 +67,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "updateOrderConf": ("mq.cli.namesrv_admin:update_order_conf", "Show, set or delete a topic's order config."),
     "updateTopicPerm": ("mq.cli.topic_admin:update_topic_perm", "Change a topic's permission on a broker or cluster."),
     "consumerStatus": ("mq.cli.consumer_status:consumer_status", "Show the running state of a consumer group's clients."),
+    "startMonitoring": ("mq.cli.monitor:start_monitoring", "Watch every consumer group: backlog, delay, client problems, moved offsets."),
     "allocateMQ": ("mq.cli.consumer_status:allocate_mq", "Show how queues of a topic are allocated to client ids."),
     "sendMsgStatus": ("mq.cli.send_rt:send_msg_status", "Send test messages to one broker and show each round trip."),
     "checkMsgSendRT": ("mq.cli.send_rt:check_msg_send_rt", "Send test messages to a topic and show the send RT."),

@@ -509,6 +509,12 @@ class MQAdmin:
         msgs = decode_records(resp.body, decompress=True) if resp.code == ResponseCode.SUCCESS and resp.body else []
         return resp.code, msgs, rh.next_begin_offset, rh.min_offset, rh.max_offset
 
+    async def max_offset(self, addr: str, topic: str, queue_id: int) -> int:
+        """GET_MAX_OFFSET (30): the logical offset one past the last message of a queue on ``addr``."""
+        resp = await self._broker(addr, RequestCode.GET_MAX_OFFSET,
+                                  h.GetMaxOffsetRequestHeader(topic=topic, queue_id=queue_id))
+        return h.GetMaxOffsetResponseHeader.from_ext(resp.ext_fields).offset
+
     async def reset_offset_by_time_old(self, addr: str, topic: str, group: str, timestamp: int,
                                        force: bool = True) -> dict:
         """mqadmin's fallback when a broker answers CONSUMER_NOT_ONLINE to 222 (a Java broker and an offline

@@ -27,6 +27,8 @@ NS = ["-n", "127.0.0.1:1"]
     (["resetOffsetByTime", "-g", "G", "-t", "T", "-s", "tomorrow-ish"], "epoch ms"),
     (["queryMsgByKey", "-t", "T", "-k", "k", "--begin", "soon"], "epoch ms"),
     (["queryMsgByOffset", "-t", "T", "-b", "b", "-q", "-1", "-o", "0"], "-q"),
+    (["startMonitoring", "-i", "0"], "-i"),
+    (["startMonitoring", "-r", "-1"], "-r"),
 ])
 def test_bad_input_is_a_usage_error(args, needle):
     res = CliRunner().invoke(cli, NS + args)
