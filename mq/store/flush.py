@@ -18,6 +18,7 @@ import concurrent.futures
 import logging
 import os
 import threading
+from _thread import allocate_lock as _allocate_lock
 import time
 from typing import Callable
 
@@ -132,12 +133,17 @@ class FlushWaiter:
 
 
 class FlushGroup:
-    """The appends that one fdatasync will cover."""
+    """The appends that one fdatasync will cover.
 
-    __slots__ = ("event", "status", "futures", "created", "count", "lock")
+    Blocked putters wait on ``gate``, a lock held from the group's creation until it completes; each waiter
+    that gets it releases it at once for the next one. That wakes the waiters one after another with a single
+    lock operation each, where an ``Event`` makes every woken thread take the condition's lock again."""
+
+    __slots__ = ("gate", "status", "futures", "created", "count", "lock")
 
     def __init__(self) -> None:
-        self.event = threading.Event()
+        self.gate = _allocate_lock()
+        self.gate.acquire()
         self.status: PutMessageStatus | None = None
         #: (Future or FlushWaiter, result) of the non-blocking puts in the group
         self.futures: list[tuple[concurrent.futures.Future | FlushWaiter, PutMessageResult]] = []
@@ -150,12 +156,13 @@ class FlushGroup:
         with self.lock:
             if self.status is None:
                 self.status = status
-            self.event.set()
+                self.gate.release()
             _resolve_all(self.futures, status)
 
     def wait(self, timeout: float) -> PutMessageStatus:
-        if not self.event.wait(timeout):
+        if not self.gate.acquire(True, timeout):
             return PutMessageStatus.FLUSH_DISK_TIMEOUT
+        self.gate.release()
         return self.status or PutMessageStatus.FLUSH_DISK_TIMEOUT
 
 

@@ -135,6 +135,13 @@ def test_mqadmin_named_commands_against_a_rocketmq_cluster(java_cluster, tmp_pat
     assert consumed.returncode == 0, consumed.stderr
     for _ in range(2):
         assert mq_cli(ns, "send", "-t", "JM", "--tag", "TagN", "--body", "later")["status"] == "SEND_OK"
+    monitored = mq(ns, "startMonitoring", "-r", "1", "--json")  # JMG is found through its retry topic
+    assert monitored.returncode == 0, monitored.stderr
+    rnd = json.loads(monitored.stdout)
+    rows = {r["topic"]: r for r in rnd["undone"] if r["consumerGroup"] == "JMG"}  # JM, and %RETRY%JMG
+    row = rows["JM"]
+    assert (row["undoneMsgsTotal"], row["clients"]) == (2, 0) and rnd["errors"] == []
+    assert row["undoneMsgsDelayTimeMills"] >= 0
     skipped = mq_cli(ns, "skipAccumulatedMessage", "-g", "JMG", "-t", "JM")["offsets"]
     assert sum(o["offset"] for o in skipped) == 6  # every queue at its end
 
