@@ -7,6 +7,7 @@ CPU per message (what the put path costs the caller; page faults show up as syst
 the start is printed too.
 
 Usage: python benchmarks/store_append.py [--n 200000] [--dir DIR] [--no-index] [--warm-ahead BYTES]
+                                        [--cases single,batch,sync64,syncasync]
 """
 
 from __future__ import annotations
@@ -55,13 +56,22 @@ def _finish(s: MessageStore, root: str, cpu_start: float) -> tuple[float, float,
     return idx, cpu, commits
 
 
-def run(n: int, base: str, index: bool) -> None:
+CASES = ("single", "batch", "sync64", "syncasync")
+
+
+def run(n: int, base: str, index: bool, cases: tuple[str, ...] = CASES) -> None:
     print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print_disk(base)
     msgs = make_messages(n)
     size = len(msgs[0].body)
     print(f"messages: {n} x {size} B, index {'on' if index else 'off'}")
+    for case in cases:
+        {"single": _single, "batch": _batch, "sync64": _sync64, "syncasync": _sync_async}[case](msgs, size, base,
+                                                                                              index)
 
+
+def _single(msgs: list, size: int, base: str, index: bool) -> None:
+    n = len(msgs)
     root = tempfile.mkdtemp(dir=base)
     s = _store(root, "ASYNC_FLUSH", index)
     put = s.put_message
@@ -76,6 +86,9 @@ def run(n: int, base: str, index: bool) -> None:
     _line("ASYNC single", n, size, dt, cpu, f"  (putting thread: user {(r1.ru_utime - r0.ru_utime) / n * 1e6:.2f}"
           f" sys {(r1.ru_stime - r0.ru_stime) / n * 1e6:.2f} us/msg; index catch-up after: {idx:.2f}s)")
 
+
+def _batch(msgs: list, size: int, base: str, index: bool) -> None:
+    n = len(msgs)
     root = tempfile.mkdtemp(dir=base)
     s = _store(root, "ASYNC_FLUSH", index)
     batches = [msgs[i:i + 32] for i in range(0, n, 32)]
@@ -91,6 +104,9 @@ def run(n: int, base: str, index: bool) -> None:
     _, cpu, _ = _finish(s, root, c)
     _line("ASYNC batch32", n, size, dt, cpu)
 
+
+def _sync64(msgs: list, size: int, base: str, index: bool) -> None:
+    n = len(msgs)
     root = tempfile.mkdtemp(dir=base)
     s = _store(root, "SYNC_FLUSH", index)
     per = n // 64
@@ -115,6 +131,9 @@ def run(n: int, base: str, index: bool) -> None:
     _line("SYNC 64 threads", per * 64, size, dt, cpu,
           f"  ({commits} group commits, {per * 64 / max(commits, 1):.1f} msgs per fdatasync)")
 
+
+def _sync_async(msgs: list, size: int, base: str, index: bool) -> None:
+    n = len(msgs)
     root = tempfile.mkdtemp(dir=base)
     s = _store(root, "SYNC_FLUSH", index)
     c = time.process_time()
@@ -133,9 +152,13 @@ if __name__ == "__main__":
     ap.add_argument("--dir", default=tempfile.gettempdir())
     ap.add_argument("--no-index", action="store_true")
     ap.add_argument("--warm-ahead", type=int, default=WARM_AHEAD, help="warmAheadBytes (0: off)")
+    ap.add_argument("--cases", default=",".join(CASES), help=f"comma-separated subset of {','.join(CASES)}")
     a = ap.parse_args()
+    chosen = tuple(c.strip() for c in a.cases.split(",") if c.strip())
+    if not chosen or set(chosen) - set(CASES):
+        ap.error(f"--cases takes a comma-separated subset of {','.join(CASES)}")
     WARM_AHEAD = a.warm_ahead
     print(f"warm-ahead: {WARM_AHEAD} bytes")
     with CpuWindow() as window:
-        run(a.n, a.dir, not a.no_index)
+        run(a.n, a.dir, not a.no_index, chosen)
     print(window.summary())
