@@ -208,3 +208,24 @@ def test_refuses_after_shutdown_and_page_cache_busy(make_store):
     s._begin_in_lock = 0.0
     s.shutdown()
     assert s.put_message(inner()).status is P.SERVICE_NOT_AVAILABLE
+
+
+def test_flush_group_releases_every_blocked_waiter_once_complete():
+    """The gate a blocked putter waits on: every waiter sees the group's status, a late one returns at once,
+    a second completion does not change the status, and a wait that runs out answers FLUSH_DISK_TIMEOUT."""
+    from mq.store.flush import FlushGroup
+
+    g = FlushGroup()
+    assert g.wait(0.05) is P.FLUSH_DISK_TIMEOUT  # not completed yet
+    seen: list = []
+    threads = [threading.Thread(target=lambda: seen.append(g.wait(5))) for _ in range(16)]
+    for t in threads:
+        t.start()
+    time.sleep(0.05)
+    assert seen == []
+    g.complete(P.PUT_OK)
+    for t in threads:
+        t.join(5)
+    assert seen == [P.PUT_OK] * 16
+    g.complete(P.FLUSH_DISK_TIMEOUT)
+    assert g.wait(0) is P.PUT_OK and g.status is P.PUT_OK
