@@ -153,10 +153,12 @@ class Monitor:
         last: dict = {}
         for mq, ow in table.items():
             addr = masters.get(mq.broker_name)
-            if ow.last_timestamp <= 0 or ow.broker_offset <= 0 or addr is None:
+            # caught up: no delay (Java's figure is 0 there too), and nothing to read outside the queue
+            if ow.last_timestamp <= 0 or ow.broker_offset <= ow.consumer_offset or addr is None:
                 continue
             try:
-                code, msgs, *_ = await self.admin.pull_message_at(addr, mq.topic, mq.queue_id, ow.broker_offset - 1)
+                _code, msgs, *_ = await self.admin.pull_message_at(addr, mq.topic, mq.queue_id,
+                                                                    ow.broker_offset - 1)
             except MQError:  # as MonitorService: a queue whose last message cannot be read adds no delay
                 continue
             if msgs:
@@ -204,21 +206,22 @@ class Monitor:
                     self.event_offsets[key] = await self.admin.max_offset(addr, OFFSET_MOVED_EVENT, qid)
                     continue
                 offset = self.event_offsets[key]
-                for _ in range(MAX_EVENTS_PER_ROUND):
+                # kept inside the queue: a pull outside it would itself store an OffsetMovedEvent
+                lo = await self.admin.min_offset(addr, OFFSET_MOVED_EVENT, qid)
+                hi = await self.admin.max_offset(addr, OFFSET_MOVED_EVENT, qid)
+                offset = min(max(offset, lo), hi)
+                for _ in range(min(hi - offset, MAX_EVENTS_PER_ROUND)):
                     try:
-                        code, msgs, nxt, lo, _hi = await self.admin.pull_message_at(addr, OFFSET_MOVED_EVENT, qid,
-                                                                                   offset)
+                        _code, msgs, nxt, *_ = await self.admin.pull_message_at(addr, OFFSET_MOVED_EVENT, qid,
+                                                                                offset)
                     except MQError:
-                        break
-                    if not msgs:
-                        if nxt > offset:  # moved past removed messages
-                            offset = nxt
-                            continue
                         break
                     for m in msgs:
                         ev = offset_moved_event(m.body or b"", m.store_timestamp)
                         if ev is not None:
                             events.append(ev)
+                    if nxt <= offset:
+                        break
                     offset = nxt
                 self.event_offsets[key] = offset
         return events

@@ -515,6 +515,12 @@ class MQAdmin:
                                   h.GetMaxOffsetRequestHeader(topic=topic, queue_id=queue_id))
         return h.GetMaxOffsetResponseHeader.from_ext(resp.ext_fields).offset
 
+    async def min_offset(self, addr: str, topic: str, queue_id: int) -> int:
+        """GET_MIN_OFFSET (31): the logical offset of the first message still stored in a queue on ``addr``."""
+        resp = await self._broker(addr, RequestCode.GET_MIN_OFFSET,
+                                  h.GetMinOffsetRequestHeader(topic=topic, queue_id=queue_id))
+        return h.GetMinOffsetResponseHeader.from_ext(resp.ext_fields).offset
+
     async def reset_offset_by_time_old(self, addr: str, topic: str, group: str, timestamp: int,
                                        force: bool = True) -> dict:
         """mqadmin's fallback when a broker answers CONSUMER_NOT_ONLINE to 222 (a Java broker and an offline

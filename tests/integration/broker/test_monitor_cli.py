@@ -76,6 +76,13 @@ def test_offset_moved_events_after_the_start_are_reported(cluster, client, backl
                  "offsetRequest": 99, "offsetNew": 3}]
             assert second["deleteEvents"][0]["eventTimestamp"] > 0
             assert (await monitor.round())["deleteEvents"] == []  # each event once
+            # a remembered offset beyond the queue (cut back) is read from the queue's end, and the monitor's
+            # own reads never leave an OffsetMovedEvent behind
+            key = next(iter(monitor.event_offsets))
+            monitor.event_offsets[key] = 100
+            assert (await monitor.round())["deleteEvents"] == []
+            assert monitor.event_offsets[key] == 2
+            assert b.store.get_max_offset("OFFSET_MOVED_EVENT", 0) == 2  # the two the test caused
 
     cluster.run(main())
 
