@@ -10,7 +10,9 @@ MonitorService finds groups):
   (pulled at ``brokerOffset - 1``) and that of the last message the group consumed (``lastTimestamp``);
 * **notices** from the online clients' running infos (GET_CONSUMER_RUNNING_INFO relayed by a broker, clients
   from version V3_1_8_SNAPSHOT on): different subscriptions within the group, and per push queue a blocked
-  concurrent queue or an orderly queue that cannot be locked (``mq consumerStatus`` runs the same checks);
+  concurrent queue or an orderly queue that cannot be locked (``mq consumerStatus`` runs the same checks); also a
+  client that did not answer and a queue whose last message could not be read for the delay (MonitorService
+  passes over both in silence);
 * **deleted messages**: the ``OffsetMovedEvent``s brokers stored in ``OFFSET_MOVED_EVENT`` since the monitor
   started (a consumer asked for an offset that no longer exists, so its offset was moved and messages skipped).
 
@@ -114,13 +116,13 @@ class Monitor:
         errors = out["errors"]
         if not self.started:  # the events that count are those after the start
             try:
-                await self._events(skip=True)
+                await self._events(errors, skip=True)
                 self.started = True
             except MQError as exc:
                 errors.append(f"OFFSET_MOVED_EVENT: {exc}")
         else:
             try:
-                out["deleteEvents"] = await self._events(skip=False)
+                out["deleteEvents"] = await self._events(errors, skip=False)
             except MQError as exc:
                 errors.append(f"OFFSET_MOVED_EVENT: {exc}")
         try:
@@ -131,9 +133,10 @@ class Monitor:
             groups, masters = [], {}
         out["groups"] = len(groups)
         for group in groups:
+            notices: list[str] = []
             try:
-                clients, notices = await self._clients(group, masters)
-                rows = await self._undone(group, masters)
+                clients = await self._clients(group, masters, notices)
+                rows = await self._undone(group, masters, notices)
             except MQError as exc:
                 errors.append(f"{group}: {exc}")
                 continue
@@ -144,7 +147,8 @@ class Monitor:
         out["spentMillis"] = int((time.time() - begin) * 1000)
         return out
 
-    async def _undone(self, group: str, masters: dict[str, str]) -> list[dict[str, Any]]:
+    async def _undone(self, group: str, masters: dict[str, str], notices: list[str]) -> list[dict[str, Any]]:
+        """The group's undone rows; a queue whose last message cannot be read adds no delay (a notice says so)."""
         from mq.errors import MQError
 
         table: dict = {}
@@ -159,21 +163,24 @@ class Monitor:
             try:
                 _code, msgs, *_ = await self.admin.pull_message_at(addr, mq.topic, mq.queue_id,
                                                                     ow.broker_offset - 1)
-            except MQError:  # as MonitorService: a queue whose last message cannot be read adds no delay
+            except MQError as exc:
+                notices.append(f"no delay for {mq.topic}/{mq.broker_name}/{mq.queue_id}: its last message "
+                               f"could not be read: {exc}")
                 continue
             if msgs:
                 last[mq] = msgs[0].store_timestamp
         return undone_by_topic(group, table, last)
 
-    async def _clients(self, group: str, masters: dict[str, str]) -> tuple[int, list[str]]:
-        """(clients online, notices from their running infos)."""
+    async def _clients(self, group: str, masters: dict[str, str], notices: list[str]) -> int:
+        """Clients online; adds the checks of their running infos to ``notices`` (and the clients that did not
+        answer, which MonitorService leaves out silently)."""
         from mq.cli.consumer_status import analyze, running_info
         from mq.errors import ConsumerNotOnlineError, MQError
 
         try:
             cc = await self.admin.examine_consumer_connection_all(group)
         except ConsumerNotOnlineError:
-            return 0, []
+            return 0
         infos = {}
         addrs = list(masters.values())
         for c in cc.connection_set:
@@ -181,12 +188,14 @@ class Monitor:
                 continue
             try:
                 _, infos[c.client_id] = await running_info(self.admin, addrs, group, c.client_id, False)
-            except MQError:  # as MonitorService: a client that does not answer is left out of the checks
-                continue
-        return len(cc.connection_set), analyze(infos)
+            except MQError as exc:  # left out of the checks
+                notices.append(f"client {c.client_id} did not give its running info: {exc}")
+        notices.extend(analyze(infos))
+        return len(cc.connection_set)
 
-    async def _events(self, *, skip: bool) -> list[dict[str, Any]]:
-        """Read OFFSET_MOVED_EVENT from where the last round stopped; ``skip`` only notes where each queue ends."""
+    async def _events(self, errors: list[str], *, skip: bool) -> list[dict[str, Any]]:
+        """Read OFFSET_MOVED_EVENT from where the last round stopped; ``skip`` only notes where each queue ends.
+        A read that fails is added to ``errors``; that queue's rest waits for the next round."""
         from mq.common.topic import OFFSET_MOVED_EVENT
         from mq.errors import MQError, TopicNotExistError
 
@@ -214,7 +223,8 @@ class Monitor:
                     try:
                         _code, msgs, nxt, *_ = await self.admin.pull_message_at(addr, OFFSET_MOVED_EVENT, qid,
                                                                                 offset)
-                    except MQError:
+                    except MQError as exc:
+                        errors.append(f"OFFSET_MOVED_EVENT on {addr}: {exc}")
                         break
                     for m in msgs:
                         ev = offset_moved_event(m.body or b"", m.store_timestamp)

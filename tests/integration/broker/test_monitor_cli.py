@@ -50,7 +50,11 @@ def test_a_round_reports_the_backlog_and_delay(cluster, mq, backlog):
     [row] = [r for r in out["undone"] if r["consumerGroup"] == GROUP]
     assert row == {"consumerGroup": GROUP, "topic": TOPIC, "undoneMsgsTotal": 6, "undoneMsgsSingleMQ": 3,
                    "undoneMsgsDelayTimeMills": backlog, "clients": 1}
-    assert out["notices"] == [] and out["deleteEvents"] == []
+    # the test's client only heartbeats: it cannot give its running info, and the round says so
+    [notice] = out["notices"]
+    assert notice["consumerGroup"] == GROUP and notice["notice"].startswith(
+        "client 10.2.2.2@monitored did not give its running info: ")
+    assert out["deleteEvents"] == []
 
     text = mq("startMonitoring", "-r", "2", "-i", "0.1")
     assert text.exit_code == 0, text.output
