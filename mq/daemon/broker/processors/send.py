@@ -275,7 +275,7 @@ class SendProcessor:
         code = _STATUS_CODES.get(res.status)
         if code is None:
             return put_status_response(cmd, res, self.c.store.config.max_message_size)  # type: ignore[return-value]
-        # counted under the topic stored (RMQ_SYS_TRANS_HALF_TOPIC, SCHEDULE_TOPIC_XXXX, a DLQ...), as Java does
+        # counted under the topic stored (the half topic, the schedule topic or a DLQ), as Java does
         self.c.stats.on_topic_put(res.topic or cmd.ext_fields.get("b") or cmd.ext_fields.get("topic"),
                                   res.msg_num, res.wrote_bytes)
         ext = SendMessageResponseHeader(res.msg_id, queue_id, res.queue_offset, None, self.region,
