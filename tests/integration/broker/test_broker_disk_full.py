@@ -8,25 +8,15 @@ before segments reserved their blocks killed the broker at the first send after 
 from __future__ import annotations
 
 import asyncio
-import os
-import signal
-import socket
 import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from mq.protocol.codes import ResponseCode as RC
 
+from ..broker_process import BrokerProcess
 from .wire import pull_cmd, records, send_cmd
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture
@@ -67,28 +57,13 @@ def _fill(path: Path) -> int:
 
 @pytest.mark.parametrize("flush", ["ASYNC_FLUSH", "SYNC_FLUSH"])
 def test_broker_survives_a_full_disk_and_loses_nothing(small_fs, tmp_path, client, run, flush):
-    port = _free_port()
-    conf = tmp_path / "broker.yaml"
-    conf.write_text("\n".join([
-        "brokerName: broker-full", f"listenPort: {port}", f"storePathRootDir: {small_fs / 'store'}",
-        f"flushDiskType: {flush}", "mappedFileSizeCommitLog: 1048576", "mappedFileSizeConsumeQueue: 40000",
-        "maxHashSlotNum: 1000", "maxIndexNum: 4000", "cleanResourceInterval: 200",
-        "cleanFileForciblyEnable: false", "haListenPort: 0", ""]))  # HA port: any free one, not listenPort + 1
-    log = open(tmp_path / "broker.log", "w")
-    broker = subprocess.Popen([sys.executable, "-m", "mq.cli.main", "broker", "start", "--config", str(conf),
-                               "--namesrv", ""], stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                              env=dict(os.environ, MQ_HOME=str(tmp_path / "home")))  # its own pid file
-    addr = f"127.0.0.1:{port}"
+    broker = BrokerProcess(tmp_path / "broker", {
+        "brokerName": "broker-full", "storePathRootDir": small_fs / "store", "flushDiskType": flush,
+        "mappedFileSizeCommitLog": 1048576, "mappedFileSizeConsumeQueue": 40000, "maxHashSlotNum": 1000,
+        "maxIndexNum": 4000, "cleanResourceInterval": 200, "cleanFileForciblyEnable": "false"})
+    addr = broker.address
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), 0.5).close()
-                break
-            except OSError:
-                assert broker.poll() is None, (tmp_path / "broker.log").read_text()
-                assert time.monotonic() < deadline, "the broker did not start listening"
-                time.sleep(0.1)
+        broker.start()
 
         acked: dict[int, list[bytes]] = {q: [] for q in range(4)}
         errors: list[tuple[int, str]] = []
@@ -112,7 +87,7 @@ def test_broker_survives_a_full_disk_and_loses_nothing(small_fs, tmp_path, clien
         # fit in the first 1 MiB commit-log segment) until the cleaner's disk check refuses writes or the next
         # segment cannot be created; 1,500 sends reach one or the other whatever the timing.
         run(phase(300, 1500), timeout=180)
-        assert broker.poll() is None, "the broker died when the disk filled:\n" + (tmp_path / "broker.log").read_text()
+        assert broker.alive(), "the broker died when the disk filled:\n" + broker.log()
         assert errors, "the disk filled but every send succeeded"
         for code, remark in errors:
             assert code in (RC.SERVICE_NOT_AVAILABLE, RC.SYSTEM_ERROR), (code, remark)
@@ -129,7 +104,7 @@ def test_broker_survives_a_full_disk_and_loses_nothing(small_fs, tmp_path, clien
         run(until_writable(), timeout=30)
         n = sum(len(v) for v in acked.values())
         assert run(phase(10_000, 100)) == 100
-        assert broker.poll() is None
+        assert broker.alive()
 
         async def pull_all(q: int) -> list[bytes]:
             out, offset = [], 0
@@ -144,11 +119,5 @@ def test_broker_survives_a_full_disk_and_loses_nothing(small_fs, tmp_path, clien
             assert run(pull_all(q)) == acked[q], f"queue {q}: what was acknowledged is not what is stored"
         assert sum(len(v) for v in acked.values()) == n + 100 >= 400
     finally:
-        broker.send_signal(signal.SIGTERM)
-        try:
-            broker.wait(30)
-        except subprocess.TimeoutExpired:
-            broker.kill()
-            broker.wait(10)
-        log.close()
-    assert broker.returncode == 0, (tmp_path / "broker.log").read_text()
+        stopped = broker.stop()
+    assert stopped, broker.log()
