@@ -6,15 +6,9 @@ FlushDiskWatcher, FlushConsumeQueueService).
 - SYNC_FLUSH: ``GroupCommitService``. Appends join the current ``FlushGroup``; the flush thread swaps the
   group out under the put lock, runs one ``os.fdatasync`` for everything written so far (new appends pile
   up in the next group meanwhile), then dispatches the group's records and completes it: blocking callers
-  wake from one lock, non-blocking callers get their ``concurrent.futures.Future`` resolved or their
-  callback called. A group older than ``sync_flush_timeout`` is answered FLUSH_DISK_TIMEOUT by the watcher;
-  a failed fdatasync is answered FLUSH_DISK_TIMEOUT and the store stops accepting writes - never PUT_OK.
-
-  An appender that runs a loop of its own (the broker's event loop) may add without waking the flush thread
-  and commit the group itself once it has appended what it has at hand (``flush_inline``), as Redis does
-  with ``appendfsync always`` before it answers: that saves a thread hand-off each way per group. It does so
-  only while fdatasyncs are quick (``INLINE_MAX_S``) and the flush thread is idle; otherwise the group goes
-  to the flush thread as before, so a slow disk does not keep stalling the caller's loop.
+  wake from one Event, non-blocking callers get their ``concurrent.futures.Future`` resolved. A group
+  older than ``sync_flush_timeout`` is answered FLUSH_DISK_TIMEOUT by the watcher; a failed fdatasync is
+  answered FLUSH_DISK_TIMEOUT and the store stops accepting writes - never PUT_OK.
 """
 
 from __future__ import annotations
@@ -207,9 +201,6 @@ def _resolve(fut: concurrent.futures.Future, res: PutMessageResult, status: PutM
 class GroupCommitService:
     """SYNC_FLUSH group commit; ``add`` is called by the appender while it holds ``put_lock``."""
 
-    #: the caller's own thread commits a group (``flush_inline``) only while the last fdatasync took less
-    INLINE_MAX_S = 0.002
-
     def __init__(self, commit_log: CommitLog, put_lock: threading.Lock,
                  dispatch: Callable[[list[DispatchRequest]], None], *, timeout_ms: int,
                  on_flushed: Callable[[int], None], on_error: Callable[[BaseException], None],
@@ -230,41 +221,18 @@ class GroupCommitService:
         self._watcher: threading.Thread | None = None
         self.failed = False
         self.flush_count = 0
-        #: one group commit at a time, whichever thread runs it: groups are dispatched in log order
-        self._flush_lock = threading.Lock()
-        #: how long the last fdatasync took (``flush_inline`` hands groups to the thread while it is slow)
-        self.last_sync_s = 0.0
-        #: groups committed by ``flush_inline`` (part of ``flush_count``)
-        self.inline_count = 0
 
     # -- appender side (under put_lock) ------------------------------------------------------------------
-    def add(self, requests: list[DispatchRequest], wake: bool = True) -> FlushGroup:
-        """Join the current group; ``wake=False`` leaves the flush thread asleep: the caller promises a
-        ``flush_inline`` call once it has appended what it has at hand."""
+    def add(self, requests: list[DispatchRequest]) -> FlushGroup:
         g = self._group
         if not g.count:
             g.created = time.monotonic()
         g.count += len(requests)
         self._pending.extend(requests)
-        if wake:
-            ev = self._wake
-            if not ev.is_set():  # the flush thread clears it before it swaps the group out (under put_lock)
-                ev.set()
+        wake = self._wake
+        if not wake.is_set():  # the flush thread clears it before it swaps the group out (under put_lock)
+            wake.set()
         return g
-
-    def flush_inline(self) -> bool:
-        """Commit the current group in the calling thread; True if it did. When the flush thread is busy or
-        fdatasyncs are slow, wake the flush thread to do it instead and return False at once."""
-        if self.last_sync_s < self.INLINE_MAX_S and not self._stopped and self._flush_lock.acquire(False):
-            try:
-                if self._flush_locked():
-                    self.inline_count += 1
-                    return True
-                return False
-            finally:
-                self._flush_lock.release()
-        self._wake.set()
-        return False
 
     # -- flush thread ------------------------------------------------------------------------------------
     def start(self) -> None:
@@ -285,10 +253,6 @@ class GroupCommitService:
 
     def flush_once(self) -> bool:
         """One group commit; False when there was nothing to do."""
-        with self._flush_lock:
-            return self._flush_locked()
-
-    def _flush_locked(self) -> bool:
         with self.put_lock:
             g = self._group
             reqs = self._pending
@@ -303,9 +267,7 @@ class GroupCommitService:
             status = PutMessageStatus.FLUSH_DISK_TIMEOUT
         else:
             try:
-                t0 = time.monotonic()
                 self.commit_log.queue.flush(0, self.fsync)
-                self.last_sync_s = time.monotonic() - t0
                 self.flush_count += 1
             except OSError as exc:
                 self.failed = True

@@ -313,8 +313,7 @@ class MessageStore:
             return PutMessageResult(_S.MESSAGE_ILLEGAL, remark="empty batch")
         return out
 
-    def _append(self, prepared: list[Prepared], waiter: object = None, wake: bool = True
-                ) -> tuple[PutMessageResult, FlushGroup | None]:
+    def _append(self, prepared: list[Prepared], waiter: object = None) -> tuple[PutMessageResult, FlushGroup | None]:
         """Append under the put lock; under SYNC_FLUSH join the current flush group (``waiter``, a Future or
         a ``FlushWaiter``, is resolved when it completes), else dispatch at once."""
         cl = self.commit_log
@@ -337,7 +336,7 @@ class MessageStore:
                                        first.store_timestamp, len(reqs), "", cl.store_host, first.topic)
                 gc = self.group_commit
                 if gc is not None:
-                    group = gc.add(reqs, wake)
+                    group = gc.add(reqs)
                     if waiter is not None:
                         group.futures.append((waiter, res))
                 else:
@@ -368,38 +367,24 @@ class MessageStore:
         return self.put_messages((msg,))
 
     def put_messages_nowait(self, msgs: Sequence[MessageExtBrokerInner],
-                            callback: Callable[[PutMessageResult], None] | None = None, *,
-                            defer_flush: bool = False) -> PutMessageResult | concurrent.futures.Future | None:
+                            callback: Callable[[PutMessageResult], None] | None = None
+                            ) -> PutMessageResult | concurrent.futures.Future | None:
         """Non-blocking put without a Future where none is needed (the broker's send path).
 
         Returns the ``PutMessageResult`` when the answer is known at once (ASYNC_FLUSH, WAIT=false, a failed
         precondition). Otherwise the put waits for its group commit: with ``callback`` it returns None and
-        ``callback(result)`` runs exactly once, in the thread that completes the group (or the watcher's, on
-        timeout); without one it returns a ``concurrent.futures.Future`` of the result.
-
-        ``defer_flush=True`` (with a callback) leaves the group commit to the caller, who must call
-        ``flush_deferred`` once it has put what it has at hand (the broker: once per event-loop pass)."""
+        ``callback(result)`` runs exactly once in the flush thread when the group completes (or times out);
+        without one it returns a ``concurrent.futures.Future`` of the result."""
         prepared = self._prepare(msgs)
         if prepared.__class__ is PutMessageResult:
             return prepared
         if self.group_commit is None or not prepared[0].wait:  # type: ignore[index]
             return self._append(prepared)[0]  # type: ignore[arg-type]
-        if callback is not None:
-            res, group = self._append(prepared, FlushWaiter(callback), not defer_flush)  # type: ignore[arg-type]
-            return res if group is None else None
-        waiter = concurrent.futures.Future()
+        waiter: object = FlushWaiter(callback) if callback is not None else concurrent.futures.Future()
         res, group = self._append(prepared, waiter)  # type: ignore[arg-type]
         if group is None:  # the append failed: nothing to wait for
             return res
-        return waiter
-
-    def flush_deferred(self) -> None:
-        """Commit the SYNC_FLUSH group that ``defer_flush`` puts joined: in this thread while fdatasyncs are
-        quick and the flush thread is idle (completion callbacks then run here), else in the flush thread
-        (``GroupCommitService.flush_inline``). Nothing to do under ASYNC_FLUSH."""
-        gc = self.group_commit
-        if gc is not None:
-            gc.flush_inline()
+        return None if callback is not None else waiter  # type: ignore[return-value]
 
     def put_messages_async(self, msgs: Sequence[MessageExtBrokerInner]) -> concurrent.futures.Future:
         """Non-blocking put: a Future resolved with the PutMessageResult once the group commit covering it

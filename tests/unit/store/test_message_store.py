@@ -192,48 +192,6 @@ def test_sync_flush_timeout_and_failure_never_put_ok(make_store, tmp_path):
     assert r.status is P.SERVICE_NOT_AVAILABLE and "flush failed" in r.remark
 
 
-def test_deferred_group_commit_runs_in_the_callers_thread_while_fsyncs_are_quick(make_store):
-    """``defer_flush`` puts wait for the caller's ``flush_deferred``: nothing is synced or visible before it,
-    then one fdatasync covers them all and their callbacks run in the caller's thread (no hand-off)."""
-    calls: list[int] = []
-    s = make_store(flush_disk_type="SYNC_FLUSH", _store_kw={"fsync": calls.append})
-    done: list[tuple[int, object]] = []
-    cb = lambda r: done.append((threading.get_ident(), r.status))  # noqa: E731
-    for q in range(4):
-        assert s.put_messages_nowait([inner(queue_id=q)], cb, defer_flush=True) is None
-    time.sleep(0.05)  # the flush thread was not woken for them
-    assert calls == [] and done == []
-    assert s.get_message("g", "T", 0, 0, 1).status is G.NO_MATCHED_LOGIC_QUEUE  # not dispatched before the sync
-    s.flush_deferred()
-    assert len(calls) == 1
-    assert done == [(threading.get_ident(), P.PUT_OK)] * 4
-    assert [s.get_max_offset("T", q) for q in range(4)] == [1, 1, 1, 1]
-    assert s.group_commit.inline_count == 1
-
-
-def test_deferred_group_commit_goes_to_the_flush_thread_when_fsyncs_are_slow(make_store):
-    """After a slow fdatasync the caller's loop must not stall on the next one: the flush thread commits the
-    group; and a deferred group the caller never commits is still committed by the flush thread."""
-    s = make_store(flush_disk_type="SYNC_FLUSH", _store_kw={"fsync": lambda fd: None})
-    gc = s.group_commit
-    done: list[tuple[int, object]] = []
-    ev = threading.Event()
-
-    def cb(r):
-        done.append((threading.get_ident(), r.status))
-        ev.set()
-
-    gc.last_sync_s = 1.0  # the last fdatasync took a second
-    assert s.put_messages_nowait([inner()], cb, defer_flush=True) is None
-    s.flush_deferred()
-    assert ev.wait(5)
-    assert done[0][0] != threading.get_ident() and done[0][1] is P.PUT_OK and gc.inline_count == 0
-    ev.clear()
-    assert s.put_messages_nowait([inner()], cb, defer_flush=True) is None  # and no flush_deferred
-    assert ev.wait(5) and done[1][1] is P.PUT_OK
-    assert s.get_max_offset("T", 0) == 2
-
-
 def test_wait_false_does_not_block(make_store):
     gate = threading.Event()
     s = make_store(flush_disk_type="SYNC_FLUSH", _store_kw={"fsync": lambda fd: gate.wait(5)})

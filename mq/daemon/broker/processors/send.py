@@ -160,8 +160,6 @@ class SendProcessor:
         self._replica_tasks: set[asyncio.Task] = set()
         #: topic names that passed validate_topic and are not forbidden system topics
         self._sendable: set[str] = set()
-        #: a group commit of this loop pass's SYNC_FLUSH sends is scheduled (``_flush``)
-        self._flush_scheduled = False
 
     def register(self, server: Any) -> None:
         for code in (RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE):
@@ -215,23 +213,15 @@ class SendProcessor:
         if self.pending_acks < self.max_pending:
             poster = self.c.poster
             res = store.put_messages_nowait(
-                msgs, lambda r: poster.post(self._late_reply, conn, cmd, r, queue_id), defer_flush=True)
+                msgs, lambda r: poster.post(self._late_reply, conn, cmd, r, queue_id))
             if res is None:
                 self.pending_acks += 1  # the reply is posted to this (the loop) thread: it runs after this
-                if not self._flush_scheduled:  # one group commit for the sends of this loop pass
-                    self._flush_scheduled = True
-                    asyncio.get_running_loop().call_soon(self._flush)
                 return None
             return self._response(cmd, res, queue_id)
         res = store.put_messages_nowait(msgs)
         if res.__class__ is PutMessageResult:
             return self._response(cmd, res, queue_id)
         return _Wait(res, queue_id)
-
-    def _flush(self) -> None:
-        """Commit the SYNC_FLUSH group this loop pass's sends joined (``MessageStore.flush_deferred``)."""
-        self._flush_scheduled = False
-        self.c.store.flush_deferred()
 
     # -- SYNC_MASTER ---------------------------------------------------------------------------------------
     def _replicated(self, conn: Any, cmd: RemotingCommand, h: Any, msgs: list, queue_id: int) -> Any:
