@@ -4,18 +4,13 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from ..broker_process import free_port
 
 
 def mq(*args: str, env: dict, timeout: float = 90) -> subprocess.CompletedProcess:

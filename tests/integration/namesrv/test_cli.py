@@ -12,11 +12,7 @@ from pathlib import Path
 
 import pytest
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from ..broker_process import free_port
 
 
 def mq(*args: str, env: dict | None = None, timeout: float = 60) -> subprocess.CompletedProcess:

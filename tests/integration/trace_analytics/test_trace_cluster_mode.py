@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import time
 from pathlib import Path
@@ -20,15 +19,10 @@ import pytest
 from mq.trace.spark_submit import find_spark_submit
 from mq.trace.synthetic import GroundTruth
 
+from ..broker_process import free_port as _free_port
 from .conftest import SPARK, TRACE_TOPIC, feed, now_ms, report_of, window_cfg
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _wait_for(path: Path, text: str, proc: subprocess.Popen, timeout: float = 60.0) -> None:
