@@ -32,10 +32,32 @@ class JavaBrokerUnavailable(ClientUnavailable):
     """What is missing to run RocketMQ's name server and broker."""
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def _free_port(avoid: frozenset[int] = frozenset()) -> int:
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port not in avoid:
+            return port
+
+
+def _free_broker_port() -> int:
+    """A listen port whose neighbours are free too: RocketMQ's broker also binds listenPort - 2 (the VIP channel)
+    and listenPort + 1 (HA), and fails to start when either is taken."""
+    while True:
+        port = _free_port()
+        socks = []
+        try:
+            for p in (port - 2, port - 1, port, port + 1):
+                s = socket.socket()
+                socks.append(s)
+                s.bind(("127.0.0.1", p))
+            return port
+        except OSError:
+            continue
+        finally:
+            for s in socks:
+                s.close()
 
 
 class JavaCluster:
@@ -49,8 +71,8 @@ class JavaCluster:
         self._external_namesrv = namesrv
         self.classpath = os.environ.get("MQ_JAVA_BROKER_CLASSPATH", "")
         self.broker_conf = broker_conf
-        self.namesrv_port = _free_port()
-        self.broker_port = _free_port()
+        self.broker_port = _free_broker_port()
+        self.namesrv_port = _free_port(frozenset(range(self.broker_port - 2, self.broker_port + 2)))
         self.store = self.root / "store"
         self._procs: list[subprocess.Popen] = []
         self._outs: list = []  # each process's stdout file, closed on stop
