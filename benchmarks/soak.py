@@ -6,12 +6,13 @@ tasks at a fixed rate). The consumers are `mq consume --json` processes of one C
 lines are read here; a message counts as consumed once a consumer printed it, which its listener does before
 the offset can be committed. Chaos, every ``--chaos-every`` seconds in turn: SIGKILL a consumer (its offsets
 since the last commit are redelivered: duplicates, counted), SIGTERM a consumer (clean leave), and once, half
-way, SIGKILL the broker and restart it on the same store (crash recovery; sends fail while it is down and
-are counted as failed, never as acknowledged). After the run the consumers get ``--settle`` seconds to catch
+way, SIGKILL broker-a and restart it on the same store (crash recovery). With one broker, sends fail while it is
+down and are counted as failed, never as acknowledged; with ``--brokers 2`` the topic is on broker-a and
+broker-b, the producer has sendLatencyFaultEnable on, and sends go to broker-b meanwhile. After the run the consumers get ``--settle`` seconds to catch
 up; then every acknowledged send must have been consumed.
 
-    python benchmarks/soak.py [--seconds 180] [--rate 1000] [--consumers 3] [--flush SYNC_FLUSH]
-                              [--chaos-every 20] [--settle 60] [--no-broker-kill]
+    python benchmarks/soak.py [--seconds 180] [--rate 1000] [--consumers 3] [--brokers 1|2]
+                              [--flush SYNC_FLUSH] [--chaos-every 20] [--settle 60] [--no-broker-kill]
 
 Exit status 1 when an acknowledged message was never consumed.
 """
@@ -106,10 +107,12 @@ async def soak(args: argparse.Namespace, work: str) -> int:
         stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL, env=dict(os.environ, MQ_HOME=home))
     ns_addr = f"127.0.0.1:{ns_port}"
     await asyncio.to_thread(wait_port, ns_port)
-    broker = BrokerProcess(Path(work) / "broker", {"brokerName": "broker-a", "namesrvAddr": ns_addr,
-                                                   "flushDiskType": args.flush,
-                                                   "mappedFileSizeCommitLog": 64 * 1024 * 1024})
-    store = str(Path(work) / "broker" / "store")
+    brokers = [BrokerProcess(Path(work) / name, {"brokerName": name, "namesrvAddr": ns_addr,
+                                                 "flushDiskType": args.flush,
+                                                 "mappedFileSizeCommitLog": 64 * 1024 * 1024})
+               for name in ("broker-a", "broker-b")[:args.brokers]]
+    broker = brokers[0]  # the one that is killed
+    store = str(Path(work) / "broker-a" / "store")
     consumers = Consumers(ns_addr, home)
     acked: set[str] = set()
     failed: collections.Counter[str] = collections.Counter()
@@ -122,15 +125,17 @@ async def soak(args: argparse.Namespace, work: str) -> int:
         print(events[-1], flush=True)
 
     try:
-        await asyncio.to_thread(broker.start)
+        for b in brokers:
+            await asyncio.to_thread(b.start)
+            mk = await asyncio.create_subprocess_exec(
+                sys.executable, "-m", "mq.cli.main", "-n", ns_addr, "updateTopic", "-t", TOPIC, "-b", b.address,
+                "-r", "8", "-w", "8", stdout=asyncio.subprocess.DEVNULL, env=dict(os.environ, MQ_HOME=home))
+            assert await mk.wait() == 0, "updateTopic failed"
         rss.append(_rss_mib(broker.proc.pid, store))
-        mk = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "mq.cli.main", "-n", ns_addr, "updateTopic", "-t", TOPIC, "-b", broker.address,
-            "-r", "8", "-w", "8", stdout=asyncio.subprocess.DEVNULL, env=dict(os.environ, MQ_HOME=home))
-        assert await mk.wait() == 0, "updateTopic failed"
         for _ in range(args.consumers):
             await consumers.start_one()
-        producer = await Producer(ProducerConfig(group="SoakProducer", send_msg_timeout=3.0),
+        producer = await Producer(ProducerConfig(group="SoakProducer", send_msg_timeout=3.0,
+                                                 send_latency_fault_enable=args.brokers > 1),
                                   ClientConfig(namesrv_addr=ns_addr, client_ip="127.0.0.1",
                                                instance_name="soak-producer")).start()
         stop = asyncio.Event()
@@ -169,10 +174,10 @@ async def soak(args: argparse.Namespace, work: str) -> int:
                     broker_killed = True
                     rss.append(_rss_mib(broker.proc.pid, store))
                     await asyncio.to_thread(broker.kill)
-                    note("broker SIGKILLed")
+                    note("broker-a SIGKILLed")
                     await asyncio.sleep(2)
                     await asyncio.to_thread(broker.start)
-                    note("broker restarted (crash recovery)")
+                    note("broker-a restarted (crash recovery)")
                     continue
                 step += 1
                 sig = signal.SIGKILL if step % 2 else signal.SIGTERM
@@ -200,7 +205,8 @@ async def soak(args: argparse.Namespace, work: str) -> int:
         rss.append(_rss_mib(broker.proc.pid, store))
     finally:
         await consumers.stop_all()
-        await asyncio.to_thread(broker.stop)
+        for b in brokers:
+            await asyncio.to_thread(b.stop)
         ns.send_signal(signal.SIGTERM)
         await ns.wait()
 
@@ -210,7 +216,7 @@ async def soak(args: argparse.Namespace, work: str) -> int:
     extra = len(seen.keys() - acked)
     elapsed = args.seconds
     print()
-    print(f"flush mode                 : {args.flush}")
+    print(f"brokers, flush mode        : {args.brokers}, {args.flush}")
     print(f"sends acknowledged         : {len(acked):,} ({len(acked) / elapsed:,.0f}/s over {elapsed:.0f} s)")
     print(f"sends failed               : {sum(failed.values()):,} {dict(failed)}")
     print(f"consumed (distinct)        : {len(seen):,}")
@@ -218,7 +224,7 @@ async def soak(args: argparse.Namespace, work: str) -> int:
     print(f"consumed more than once    : {dups:,} redeliveries (consumer kills, rebalances)")
     print(f"consumed, not acknowledged : {extra:,} (sends that failed on the client but were stored)")
     print(f"consumer processes started : {consumers.started}")
-    print("broker RSS excl. mappings  : " + " -> ".join(f"{r:.1f}" for r in rss) + " MiB")
+    print("broker-a RSS excl. mappings: " + " -> ".join(f"{r:.1f}" for r in rss) + " MiB")
     if missing:
         print("first missing:", sorted(missing)[:10])
     return 1 if missing else 0
@@ -230,6 +236,7 @@ def main() -> None:
     ap.add_argument("--rate", type=float, default=1000.0, help="sends per second (all tasks together)")
     ap.add_argument("--tasks", type=int, default=8, help="concurrent sync senders")
     ap.add_argument("--consumers", type=int, default=3)
+    ap.add_argument("--brokers", type=int, choices=(1, 2), default=1)
     ap.add_argument("--flush", choices=("SYNC_FLUSH", "ASYNC_FLUSH"), default="SYNC_FLUSH")
     ap.add_argument("--chaos-every", type=float, default=20.0)
     ap.add_argument("--settle", type=float, default=60.0)
