@@ -16,6 +16,7 @@ import subprocess
 import time
 from pathlib import Path
 
+from tests.integration.broker_process import free_port
 from tests.interop.build_cache import ClientUnavailable
 
 #: Java 17 needs these for the store's mmap cleaner (RocketMQ 4.9 reaches into sun.nio.ch by reflection)
@@ -33,12 +34,9 @@ class JavaBrokerUnavailable(ClientUnavailable):
 
 
 def _free_port(avoid: frozenset[int] = frozenset()) -> int:
-    while True:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        if port not in avoid:
-            return port
+    while (port := free_port()) in avoid:
+        pass
+    return port
 
 
 def _free_broker_port() -> int:
