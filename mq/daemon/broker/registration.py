@@ -3,6 +3,10 @@
 REGISTER_BROKER carries a RegisterBrokerBody (the topic table and its data version; zlib form when
 ``compressedRegister``) and ``bodyCrc32``. It is sent to every name server concurrently at start, every
 ``registerNameServerPeriod`` (30 s) and soon after each topic change; UNREGISTER_BROKER at a clean shutdown.
+After a topic is created or updated only that topic goes, with the table's new data version (RocketMQ's
+``registerIncrementBrokerData``): a name server adds or updates the topics a body holds and keeps the others,
+so a broker with thousands of topics does not send, nor make every name server parse, its whole table for
+each new one. A deletion, and every periodic registration, sends the whole table.
 When the broker is not both readable and writable, every topic's perm is narrowed to ``brokerPermission``.
 A name server that cannot be reached is logged and retried on the next period; it never stops the broker.
 
@@ -16,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import zlib
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Sequence
 
 from mq.daemon.runtime import cancel_tasks
 from mq.errors import MQError
@@ -40,6 +44,9 @@ class Registrar:
         self._task: asyncio.Task | None = None
         self._soon: asyncio.Task | None = None
         self._dirty = False
+        #: what register_soon has to send: the whole table, or the topics changed since the last send
+        self._full = False
+        self._changed: set[str] = set()
         self.registrations = 0
         self.last_errors: dict[str, str] = {}
 
@@ -47,9 +54,14 @@ class Registrar:
     def namesrv_addrs(self) -> list[str]:
         return self.c.config.namesrv_addrs
 
-    def _body(self) -> bytes:
+    def _body(self, topics: Sequence[TopicConfig] | None = None) -> bytes:
+        """The whole topic table, or only ``topics`` with the table's data version."""
         c = self.c
-        wrapper = c.topic_config.wrapper()
+        if topics is None:
+            wrapper = c.topic_config.wrapper()
+        else:
+            wrapper = TopicConfigSerializeWrapper(topic_config_table={tc.topic_name: tc for tc in topics},
+                                                  data_version=c.topic_config.data_version)
         perm = c.config.broker_permission
         if perm & 6 != 6:  # not both readable and writable: narrow every topic (PermName)
             table = {}
@@ -61,13 +73,14 @@ class Registrar:
             wrapper = TopicConfigSerializeWrapper(topic_config_table=table, data_version=wrapper.data_version)
         return RegisterBrokerBody(topic_config_serialize_wrapper=wrapper).encode(c.config.compressed_register)
 
-    async def register_all(self, force: bool = False) -> int:
-        """Register with every name server now; returns how many accepted."""
+    async def register_all(self, force: bool = False, topics: Sequence[TopicConfig] | None = None) -> int:
+        """Register with every name server now, with the whole topic table or only ``topics``; returns how
+        many accepted."""
         addrs = self.namesrv_addrs
         if not addrs:
             return 0
         c = self.c
-        body = self._body()
+        body = self._body(topics)
         ext = RegisterBrokerRequestHeader(c.broker_name, c.address, c.cluster, c.ha_address, c.broker_id,
                                           c.config.compressed_register, zlib.crc32(body) & 0x7FFFFFFF).to_ext()
         timeout = c.config.register_broker_timeout_mills / 1000.0
@@ -111,10 +124,15 @@ class Registrar:
 
         await asyncio.gather(*(one(a) for a in self.namesrv_addrs))
 
-    def register_soon(self) -> None:
-        """Coalesce topic changes into one registration on the next loop iterations. A change that arrives
+    def register_soon(self, changed: TopicConfig | None = None) -> None:
+        """Coalesce topic changes into one registration on the next loop iterations: the ``changed`` topics
+        only, or the whole table once a change without one (a deletion) is among them. A change that arrives
         while a registration is already on the wire is sent by one more registration right after it, so
         the name servers never miss the newest topic table."""
+        if changed is None:
+            self._full = True
+        else:
+            self._changed.add(changed.topic_name)
         self._dirty = True
         if self._soon is not None and not self._soon.done():
             return
@@ -124,12 +142,25 @@ class Registrar:
             return
         self._soon = loop.create_task(self._register_later())
 
+    async def register_pending(self) -> int:
+        """Send what ``register_soon`` has collected at once (the admin's topic update waits for it, without
+        the coalescing delay); returns how many name servers accepted, 0 when nothing was pending."""
+        if not self._dirty:
+            return 0
+        self._dirty = False
+        full, names = self._full, self._changed
+        self._full, self._changed = False, set()
+        topics = None
+        if not full:
+            table = self.c.topic_config
+            topics = [tc for tc in map(table.get, sorted(names)) if tc is not None]
+        return await self.register_all(force=True, topics=topics)
+
     async def _register_later(self) -> None:
         while self._dirty:
             await asyncio.sleep(0.01)
-            self._dirty = False
             try:
-                await self.register_all(force=True)
+                await self.register_pending()
             except Exception:
                 log.exception("registration after a topic change failed")
 

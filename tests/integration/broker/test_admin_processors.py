@@ -57,6 +57,46 @@ def test_create_topic_registers_route_and_refuses_bad_names(cluster, client):
     run(go())
 
 
+def test_a_topic_change_registers_that_topic_alone(cluster, client, monkeypatch):
+    """RocketMQ's registerIncrementBrokerData: a created topic goes to the name server alone (with the table's
+    new data version), once; a deletion sends the whole table. The name server keeps the other topics."""
+    run, addr = cluster.run, cluster.broker_addr
+    reg = cluster.broker.registrar
+    real = reg.register_all
+    sent: list[list[str] | None] = []
+
+    async def spy(force=False, topics=None):
+        sent.append(None if topics is None else sorted(t.topic_name for t in topics))
+        return await real(force, topics)
+
+    monkeypatch.setattr(reg, "register_all", spy)
+
+    async def routed(topic: str) -> bool:
+        resp = await client.invoke(cluster.namesrv_addr, req(R.GET_ROUTEINFO_BY_TOPIC,
+                                                              H.GetRouteInfoRequestHeader(topic=topic)))
+        return resp.code == C.SUCCESS
+
+    async def go():
+        assert (await client.invoke(addr, create_topic("IncT1"))).code == C.SUCCESS
+        assert sent == [["IncT1"]]  # before the answer, and only that topic
+        assert (await client.invoke(addr, create_topic("IncT2", 2, 2))).code == C.SUCCESS
+        await asyncio.sleep(0.1)  # the coalesced registration the change also scheduled has nothing left
+        assert sent == [["IncT1"], ["IncT2"]]
+        assert await routed("IncT1") and await routed("IncT2") and await routed("TBW102")
+        version = cluster.broker.topic_config.data_version
+        live = cluster.namesrv.table.broker_live_table[addr]
+        assert live.data_version == version
+        resp = await client.invoke(addr, req(R.DELETE_TOPIC_IN_BROKER, H.DeleteTopicRequestHeader(topic="IncT1")))
+        assert resp.code == C.SUCCESS
+        for _ in range(100):
+            if len(sent) == 3:
+                break
+            await asyncio.sleep(0.02)
+        assert sent[2] is None  # the whole table
+
+    run(go())
+
+
 def test_topic_stats_consume_stats_and_delete(cluster, client):
     run, addr = cluster.run, cluster.broker_addr
 

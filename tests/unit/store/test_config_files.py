@@ -8,14 +8,23 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mq.store.config_files import (
     ConsumerOffsetFile,
     DelayOffsetFile,
     JsonConfigFile,
     offset_key,
+    pretty_json,
     split_offset_key,
 )
+
+_text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=12)  # no lone surrogates: not UTF-8
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-2**63, 2**64 - 1) | _text,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_text, inner, max_size=4),
+    max_leaves=30)
 
 # As a RocketMQ 4.9 broker writes it (fastjson, pretty, integer keys unquoted).
 JAVA_CONSUMER_OFFSET = """{
@@ -124,3 +133,32 @@ def test_delay_offsets_round_trip(tmp_path: Path) -> None:
     f.save({2: 9, 1: 3})
     assert json.loads(f.path.read_text()) == {"offsetTable": {"1": 3, "2": 9}}
     assert f.load() == {1: 3, 2: 9}
+
+
+@settings(max_examples=300, deadline=None)
+@given(json_values)
+def test_pretty_json_is_what_the_standard_encoder_writes(obj) -> None:
+    assert pretty_json(obj) == json.dumps(obj, indent=2, ensure_ascii=False).encode("utf-8")
+
+
+def test_pretty_json_quotes_integer_keys_and_takes_huge_integers() -> None:
+    assert json.loads(pretty_json({"offsetTable": {0: 5, 12: 7}})) == {"offsetTable": {"0": 5, "12": 7}}
+    assert json.loads(pretty_json({"big": 2**80})) == {"big": 2**80}  # beyond orjson: the stdlib writes it
+
+
+def test_saving_again_does_not_parse_the_file_it_wrote(tmp_path: Path, monkeypatch) -> None:
+    """A broker rewrites topics.json on every topic change: the previous version, which it wrote itself and
+    nobody changed since, becomes the .bak without being read back and parsed each time."""
+    f = JsonConfigFile(tmp_path / "x.json")
+    f.save({"v": 1})
+    reads: list[Path] = []
+    real = JsonConfigFile._read
+    monkeypatch.setattr(JsonConfigFile, "_read", lambda self, path: reads.append(path) or real(self, path))
+    f.save({"v": 2})
+    f.save({"v": 3})
+    assert reads == []
+    assert json.loads(f.bak_path.read_text()) == {"v": 2}
+    f.path.write_text('{"v": 30, "changed by someone else": 1}')  # another writer: checked again
+    f.save({"v": 4})
+    assert reads == [f.path]
+    assert json.loads(f.bak_path.read_text()) == {"v": 30, "changed by someone else": 1}

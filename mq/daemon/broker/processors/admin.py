@@ -176,7 +176,7 @@ class AdminProcessor:
         self.c.topic_config.put(tc)
         log.info("topic %s created/updated by %s: r=%d w=%d perm=%d", hd.topic, conn.remote_addr,
                  tc.read_queue_nums, tc.write_queue_nums, tc.perm)
-        await self.c.register_all()
+        await self.c.registrar.register_pending()  # this topic only, to the name servers before the answer
         return cmd.response(SUCCESS)
 
     async def delete_topic(self, conn: "RemotingConnection", cmd: RemotingCommand) -> RemotingCommand:
