@@ -221,9 +221,40 @@ def serve_in_foreground(make_daemon: Callable[[], Any], *, pid_file: Path,
     run_until_signalled(main)
 
 
+def raise_open_file_limit() -> tuple[int, int] | None:
+    """Raise this process's soft limit of open files to its hard limit, as the JVM does for a Java broker
+    (``-XX:+MaxFDLimit``): a broker holds one file per commit-log segment, consume-queue segment and index
+    file, and the usual soft limit of 1,024 runs out at about a hundred topics of eight queues. Returns (old,
+    new) when it was raised, None when it already was at the limit or cannot be changed here."""
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - not a POSIX system
+        return None
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = hard
+    if target == resource.RLIM_INFINITY:  # the kernel caps at fs.nr_open (macOS: OPEN_MAX)
+        try:
+            with open("/proc/sys/fs/nr_open") as f:
+                target = int(f.read())
+        except (OSError, ValueError):
+            target = 10240
+    if soft == resource.RLIM_INFINITY or soft >= target:
+        return None
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+    except (ValueError, OSError) as exc:
+        log.debug("cannot raise the open-file limit from %s to %s: %s", soft, target, exc)
+        return None
+    log.debug("open-file limit raised from %s to %s", soft, target)
+    return soft, target
+
+
 def run_until_signalled(main: Callable[[asyncio.Event], Awaitable[None]]) -> None:
-    """Run ``main(stop_event)`` on a fresh loop; SIGINT/SIGTERM set the event for a clean shutdown."""
+    """Run ``main(stop_event)`` on a fresh loop; SIGINT/SIGTERM set the event for a clean shutdown. The
+    open-file limit is raised first (``raise_open_file_limit``)."""
     from mq.remoting import new_event_loop
+
+    raise_open_file_limit()
 
     loop = new_event_loop()
     asyncio.set_event_loop(loop)

@@ -40,6 +40,37 @@ class StoreError(MQError):
     """The store's files are unusable (wrong size, corrupt beyond repair, locked) or it was misused."""
 
 
+class SegmentIOError(StoreError, OSError):
+    """The operating system refused a segment (open or map). An ``OSError``, so that the writers turn it into
+    a status as they do a full disk (CREATE_MAPPED_FILE_FAILED; the dispatcher's backlog, which keeps the
+    records until the segment can be created), and a ``StoreError`` with a readable message at start. The
+    message names the limit to raise when it is a per-process one."""
+
+
+def _limit_hint(err: int) -> str:
+    """What to raise when ``err`` is a per-process limit: open files or memory mappings."""
+    if err in (errno.EMFILE, errno.ENFILE):
+        try:
+            import resource
+
+            soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        except (ImportError, OSError, ValueError):  # pragma: no cover - not Linux
+            return ""
+        return (f" (this process may open {soft} files and every segment of the commit log, each consume queue "
+                f"and the index holds one: raise the limit, e.g. `ulimit -n {max(hard, 655350)}`)")
+    if err == errno.ENOMEM:
+        try:
+            with open("/proc/sys/vm/max_map_count") as f:
+                limit = f.read().strip()
+            with open("/proc/self/maps") as f:
+                used = sum(1 for _ in f)
+        except OSError:
+            return ""
+        return (f" (this process has {used} memory mappings and vm.max_map_count is {limit}; every segment is "
+                "one: raise it, e.g. `sysctl -w vm.max_map_count=655360`, as RocketMQ's deployment guide does)")
+    return ""
+
+
 #: errors of ``posix_fallocate`` that mean "this file system cannot reserve", not "no space"
 _NO_FALLOCATE = {errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL}
 _warned_sparse: set[int] = set()  # st_dev of the file systems already warned about
@@ -116,7 +147,8 @@ class MappedFile:
         try:
             self.fd = os.open(tmp if create else self.path, flags, 0o644)
         except OSError as exc:
-            raise StoreError(f"cannot open segment {self.path}: {exc.strerror or exc}") from exc
+            raise SegmentIOError(exc.errno, f"cannot open segment {self.path}: {exc.strerror or exc}"
+                                            f"{_limit_hint(exc.errno)}") from exc
         try:
             size = os.fstat(self.fd).st_size
             if create:
@@ -129,7 +161,11 @@ class MappedFile:
                 raise StoreError(f"{self.path} is {size} bytes; every segment must be exactly {file_size}")
             elif not reserve_step:
                 reserve_blocks(self.fd, file_size, self.path, new=False)
-            self.mm = mmap.mmap(self.fd, file_size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+            try:
+                self.mm = mmap.mmap(self.fd, file_size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+            except OSError as exc:
+                raise SegmentIOError(exc.errno, f"cannot map segment {self.path}: {exc.strerror or exc}"
+                                                f"{_limit_hint(exc.errno)}") from exc
         except BaseException:
             os.close(self.fd)
             if create:

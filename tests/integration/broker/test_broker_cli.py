@@ -59,3 +59,36 @@ def test_unknown_config_key_is_a_clear_error(env, tmp_path):
     line = proc.stderr.strip().splitlines()[-1]
     assert "noSuchKey" in line and line.startswith("error:")
     assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.skipif(not Path("/proc/self/limits").exists(), reason="reads /proc/PID/limits")
+def test_daemons_raise_their_open_file_limit_to_the_hard_limit(env):
+    """As the JVM does for RocketMQ: a broker holds a file per segment, so a soft limit of 256 (or the usual
+    1,024) must not be what it runs with when the hard limit allows more."""
+    import resource
+    import socket
+    import time
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard <= 256:
+        pytest.skip(f"the hard open-file limit here is {hard}")
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "mq.cli.main", "namesrv", "start", "--port", str(port)], env=env,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (256, hard)))
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), 0.2).close()
+                break
+            except OSError:
+                assert proc.poll() is None and time.monotonic() < deadline, "the name server did not start"
+                time.sleep(0.1)
+        row = next(line for line in Path(f"/proc/{proc.pid}/limits").read_text().splitlines()
+                   if line.startswith("Max open files"))
+        got_soft, got_hard = row.split()[3:5]
+        assert got_soft == got_hard != "256"
+    finally:
+        proc.terminate()
+        proc.wait(30)

@@ -269,3 +269,58 @@ def test_the_checkpoint_has_its_block_and_a_failed_write_at_shutdown_still_shuts
     again = make_store()  # the lock was released
     assert not again.recovery.last_exit_ok
     assert _bodies(again, "T", 0) == [b"%d" % i for i in range(5)]
+
+
+def test_too_many_open_files_for_a_consume_queue_holds_dispatch_back_and_names_the_limit(make_store, monkeypatch,
+                                                                                          tmp_path):
+    """A broker that reaches its open-file limit when a new topic queue needs its consume queue: the record is
+    kept (stored, dispatched once the file can be opened), writes are refused with the limit to raise, and
+    nothing raises out of the put."""
+    s = make_store()
+    assert s.put_message(inner(topic="Old", body=b"old")).status is P.PUT_OK
+    real_open = os.open
+    refused = str(tmp_path / "store" / "consumequeue" / "New")
+
+    def open_at_the_limit(path, flags, mode=0o777, **kw):
+        if str(path).startswith(refused):
+            raise OSError(errno.EMFILE, os.strerror(errno.EMFILE))
+        return real_open(path, flags, mode, **kw)
+
+    monkeypatch.setattr(os, "open", open_at_the_limit)
+    first = s.put_message(inner(topic="New", body=b"new-0"))
+    assert first.status is P.PUT_OK  # in the log; its unit waits
+    then = s.put_message(inner(topic="Old", body=b"refused"))
+    assert then.status is P.SERVICE_NOT_AVAILABLE
+    assert "cannot write consume queue New-0" in then.remark and "Too many open files" in then.remark
+    assert "ulimit -n" in then.remark
+    monkeypatch.setattr(os, "open", real_open)
+    assert s.dispatcher.retry() is True
+    assert s.put_message(inner(topic="New", body=b"new-1")).status is P.PUT_OK
+    assert _bodies(s, "New", 0) == [b"new-0", b"new-1"]
+    assert _bodies(s, "Old", 0) == [b"old"]
+
+
+def test_a_mapping_refused_for_a_commit_log_segment_is_a_status_naming_vm_max_map_count(make_store, monkeypatch,
+                                                                                         tmp_path):
+    import mmap
+
+    s = make_store()
+    for _ in range(15):  # 3000-byte records: 21 fit in one 64 KiB segment
+        assert s.put_message(inner(body=b"a" * 3000)).status is P.PUT_OK
+    real_mmap = mmap.mmap
+    log_dir = str(tmp_path / "store" / "commitlog")
+
+    def mmap_at_the_limit(fd, *args, **kw):
+        if os.readlink(f"/proc/self/fd/{fd}").startswith(log_dir):
+            raise OSError(errno.ENOMEM, os.strerror(errno.ENOMEM))
+        return real_mmap(fd, *args, **kw)
+
+    monkeypatch.setattr(mmap, "mmap", mmap_at_the_limit)
+    results = [s.put_message(inner(body=b"b" * 3000)) for _ in range(8)]
+    failed = [r for r in results if r.status is not P.PUT_OK]
+    assert failed and all(r.status is P.CREATE_MAPPED_FILE_FAILED for r in failed)
+    assert "vm.max_map_count" in failed[0].remark
+    monkeypatch.setattr(mmap, "mmap", real_mmap)
+    assert s.put_message(inner(body=b"c" * 3000)).status is P.PUT_OK
+    ok = sum(r.status is P.PUT_OK for r in results)
+    assert _bodies(s, "T", 0) == [b"a" * 3000] * 15 + [b"b" * 3000] * ok + [b"c" * 3000]
