@@ -59,7 +59,12 @@ def test_update_topic_list_route_status_delete(cluster, mq):
     res = mq("updateTopic", "-t", "CliT1", "-c", "DefaultCluster", "-r", "3", "-w", "3")
     assert res.exit_code == 0, res.output
     assert "create topic CliT1" in res.stdout and cluster.broker_addr in res.stdout
-    assert "CliT1" in [t["topic"] for t in mq_json(mq, "topicList")["topics"]]
+    plain = [t["topic"] for t in mq_json(mq, "topicList")["topics"]]
+    assert "CliT1" in plain
+    detailed = mq_json(mq, "topicList", "-c")["topics"]  # routes asked concurrently, rows in the list's order
+    assert [t["topic"] for t in detailed] == plain
+    assert next(t for t in detailed if t["topic"] == "CliT1") == {
+        "topic": "CliT1", "clusters": ["DefaultCluster"], "brokers": [cluster.broker.broker_name]}
     route = mq_json(mq, "topicRoute", "-t", "CliT1")
     assert [(q["brokerName"], q["readQueueNums"], q["writeQueueNums"]) for q in route["queueDatas"]] == [
         (cluster.broker.broker_name, 3, 3)]
