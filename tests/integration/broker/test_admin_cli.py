@@ -150,7 +150,9 @@ def test_consumer_progress_and_reset(cluster, mq, client):
     assert out["totals"]["diff"] == 2 and out["totals"]["lastTimestamp"] > 0
     text = mq("consumerProgress", "-g", "CliG2")
     assert text.exit_code == 0 and "Diff Total: 2" in text.stdout
-    groups = {g["group"]: g for g in mq_json(mq, "consumerProgress")["groups"]}
+    every = mq_json(mq, "consumerProgress")["groups"]  # groups asked concurrently, listed by name
+    assert [g["group"] for g in every] == sorted(g["group"] for g in every)
+    groups = {g["group"]: g for g in every}
     assert groups["CliG2"]["diffTotal"] == 2 and groups["CliG2"]["clients"] == 0
 
     res = mq_json(mq, "resetOffsetByTime", "-g", "CliG2", "-t", "CliT2", "-s", "0")
