@@ -4,15 +4,13 @@ shaping)."""
 
 from __future__ import annotations
 
-import asyncio
-
 import datetime as _dt
 import re
 from typing import Any, Iterable
 
 import click
 
-from mq.cli.common import bool_option, json_option, with_admin
+from mq.cli.common import bool_option, gather_bounded, json_option, with_admin
 
 _MQADMIN_TIME = re.compile(r"^(\d{4})-(\d{2})-(\d{2})#(\d{2}):(\d{2}):(\d{2}):(\d{3})$")
 
@@ -155,23 +153,20 @@ def consumer_progress(obj, group: str | None, topic: str | None, show_client: bo
                 groups.add(key.rpartition("@")[2])
         groups |= {t[len(RETRY_GROUP_TOPIC_PREFIX):] for t in await admin.topic_list()
                    if t.startswith(RETRY_GROUP_TOPIC_PREFIX)}
-        gate = asyncio.Semaphore(16)  # groups asked 16 at a time: a broker may have thousands
-
         async def row(g: str) -> dict[str, Any]:
-            async with gate:
-                stats = await admin.examine_consume_stats_all(g)
-                try:
-                    cc = await admin.examine_consumer_connection_all(g)
-                    count, ctype, model = (len(cc.connection_set), cc.consume_type.name if cc.consume_type else "",
-                                           cc.message_model.name if cc.message_model else "")
-                    version = ",".join(sorted({str(c.version) for c in cc.connection_set}))
-                except ConsumerNotOnlineError:
-                    count, ctype, model, version = 0, "", "", ""
+            stats = await admin.examine_consume_stats_all(g)
+            try:
+                cc = await admin.examine_consumer_connection_all(g)
+                count, ctype, model = (len(cc.connection_set), cc.consume_type.name if cc.consume_type else "",
+                                       cc.message_model.name if cc.message_model else "")
+                version = ",".join(sorted({str(c.version) for c in cc.connection_set}))
+            except ConsumerNotOnlineError:
+                count, ctype, model, version = 0, "", "", ""
             totals = progress_totals(progress_rows(stats.offset_table))
             return {"group": g, "clients": count, "version": version, "consumeType": ctype, "messageModel": model,
                     "consumeTps": stats.consume_tps, "diffTotal": totals["diff"], "queues": totals["queues"]}
 
-        return list(await asyncio.gather(*(row(g) for g in sorted(groups))))
+        return await gather_bounded(row, sorted(groups), 16)
 
     rows = with_admin(obj, every_group)
     if json_mode:

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import asyncio
-
 import click
 
-from mq.cli.common import json_option, with_admin
+from mq.cli.common import gather_bounded, json_option, with_admin
 
 
 def _perm_text(perm: int) -> str:
@@ -28,18 +26,15 @@ def topic_list(obj, cluster_detail: bool, json_mode: bool) -> None:
             return [{"topic": t} for t in topics]
         info = await admin.cluster_info()
         cluster_of = {name: c for c, names in info.cluster_addr_table.items() for name in names}
-        gate = asyncio.Semaphore(32)  # routes asked 32 at a time: thousands of topics take seconds, not minutes
-
         async def row(t: str) -> dict:
-            async with gate:
-                try:
-                    route = await admin.topic_route(t)
-                except Exception:
-                    return {"topic": t, "clusters": [], "brokers": []}
+            try:
+                route = await admin.topic_route(t)
+            except Exception:
+                return {"topic": t, "clusters": [], "brokers": []}
             brokers = sorted(q.broker_name for q in route.queue_datas)
             return {"topic": t, "clusters": sorted({cluster_of.get(b, "?") for b in brokers}), "brokers": brokers}
 
-        return list(await asyncio.gather(*(row(t) for t in topics)))
+        return await gather_bounded(row, topics, 32)
 
     rows = with_admin(obj, fetch)
     console = Console(json_mode=json_mode)

@@ -56,8 +56,10 @@ def _limit_hint(err: int) -> str:
             soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
         except (ImportError, OSError, ValueError):  # pragma: no cover - not Linux
             return ""
+        how = (f"`ulimit -n {hard}` (the hard limit)" if soft < hard else
+               "the hard limit, e.g. `ulimit -Hn 655350 && ulimit -n 655350` as root or LimitNOFILE= for systemd")
         return (f" (this process may open {soft} files and every segment of the commit log, each consume queue "
-                f"and the index holds one: raise the limit, e.g. `ulimit -n {max(hard, 655350)}`)")
+                f"and the index holds one: raise the limit with {how})")
     if err == errno.ENOMEM:
         try:
             with open("/proc/sys/vm/max_map_count") as f:

@@ -24,7 +24,7 @@ import logging
 import shutil
 import time
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from mq.config import BrokerConfig, ConnectionLimits, ProcessorLimits, StoreConfig
 from mq.daemon.broker.client_manager import ConsumerManager, ProducerManager
@@ -315,8 +315,8 @@ class BrokerController:
                     log.exception("stopping %s failed", type(svc).__name__)
 
     # -- contract helpers --------------------------------------------------------------------------------
-    async def register_all(self, force: bool = False, topics: Sequence[Any] | None = None) -> None:
-        await self.registrar.register_all(force, topics)
+    async def register_all(self, force: bool = False) -> None:
+        await self.registrar.register_all(force)
 
     async def call_client(self, conn: Any, cmd: RemotingCommand, timeout: float = 10.0) -> RemotingCommand:
         return await conn.invoke(cmd, timeout)
