@@ -6,6 +6,7 @@ import os
 import tempfile
 import time
 
+from mq.common.hosts import pack_host
 from mq.common.message import MessageExtBrokerInner
 from mq.common.properties import encode_properties
 
@@ -43,12 +44,14 @@ def print_disk(directory: str) -> None:
 
 def make_messages(n: int, size: int = 1024, queues: int = 8, topic: str = "BenchTopic",
                   tags=("TagA", "TagB", "TagC", "TagD")) -> list[MessageExtBrokerInner]:
-    """Messages as the broker hands them over: properties parsed once, string kept for storage."""
+    """Messages as the broker hands them over: properties parsed once, string kept for storage, the born host
+    packed (the broker packs it once per connection)."""
     body = os.urandom(size)
+    born = pack_host("10.0.0.1", 50000)
     out = []
     for i in range(n):
         p = {"TAGS": tags[i % len(tags)], "UNIQ_KEY": f"7F0000010001{i:020X}"}
         out.append(MessageExtBrokerInner(topic=topic, body=body, queue_id=i % queues, properties=p,
-                                         properties_string=encode_properties(p), born_host=("10.0.0.1", 50000),
+                                         properties_string=encode_properties(p), born_host=born,
                                          born_timestamp=1_700_000_000_000))
     return out

@@ -17,6 +17,7 @@ This class only encodes, appends and reads; locking, flushing and dispatch belon
 from __future__ import annotations
 
 import logging
+import os
 import struct
 import zlib
 from pathlib import Path
@@ -35,6 +36,15 @@ from mq.store.status import PutMessageStatus
 from mq.store.warm import WarmAheadService
 
 log = logging.getLogger(__name__)
+
+try:  # the C writer (mq/store/_append.c), built where a compiler was available; MQ_PURE_PYTHON=1 turns it off
+    from mq.store._append import append_v4 as _append_v4, prepare_v4 as _prepare_v4
+except ImportError:  # pragma: no cover - depends on the install
+    _append_v4 = _prepare_v4 = None
+if os.environ.get("MQ_PURE_PYTHON"):
+    _append_v4 = _prepare_v4 = None
+#: whether records are encoded and written by the C writer (the benchmarks say which one ran)
+C_WRITER = _append_v4 is not None
 
 _I16 = struct.Struct(">h")
 _I64 = struct.Struct(">q")
@@ -97,6 +107,9 @@ class CommitLog:
         self._store_host_extra = 12 if len(self.store_host) == 20 else 0
         self._store_host_flag = SF.STOREHOST_V6 if len(self.store_host) == 20 else 0
         self._max_total = max_message_size + 65536
+        #: the C encoder and writer (``mq.store._append``) where built; None: this module's Python code
+        self._c_prepare = _prepare_v4 if not self._store_host_extra else None
+        self._c_append = _append_v4
         self.delay_levels_ms = delay_levels_ms or []
         #: (topic, queue_id) -> next queue offset
         self.topic_queue_table: dict[tuple[str, int], int] = {}
@@ -120,6 +133,10 @@ class CommitLog:
     # -- put path ----------------------------------------------------------------------------------------
     def prepare(self, msg: MessageExtBrokerInner) -> Prepared | PutMessageStatus:
         """Validate and encode what does not depend on the log position (RocketMQ checkMessage + encode)."""
+        if self._c_prepare is not None:
+            p = self._c_prepare(msg, self._topic_prefix, self.max_message_size, self._max_total, Prepared)
+            if p is not None:  # None: a case the C encoder leaves to this code (a new topic, a delay level...)
+                return p
         topic = msg.topic
         prefix = self._topic_prefix.get(topic)
         if prefix is None:
@@ -219,6 +236,12 @@ class CommitLog:
         base = mf.start_offset
         table = self.topic_queue_table
         store_host = self.store_host
+        if self._c_append is not None:
+            requests = self._c_append(mm, pos, base, batch, store_ts, store_host, table, DispatchRequest)
+            if requests is not None:  # None: an IPv6 host, written below
+                mf.wrote_position = pos + need
+                self.last_store_timestamp = store_ts
+                return requests
         v4 = len(store_host) == 8
         pack_into = RECORD_HEADER_V4.pack_into
         requests = []

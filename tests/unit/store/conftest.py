@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from mq.common.hosts import pack_host
 from mq.common.message import MessageExtBrokerInner
 from mq.common.properties import encode_properties
 from mq.config import StoreConfig
@@ -18,6 +19,9 @@ def small_config(root, **kw) -> StoreConfig:
     return StoreConfig(**base)
 
 
+_BORN = pack_host("10.0.0.9", 4321)  # packed, as the broker hands it over
+
+
 def inner(topic="T", body=b"body", queue_id=0, tags=None, keys=None, props=None, sys_flag=0, **kw):
     p = dict(props or {})
     if tags is not None:
@@ -26,7 +30,7 @@ def inner(topic="T", body=b"body", queue_id=0, tags=None, keys=None, props=None,
         p["KEYS"] = keys
     return MessageExtBrokerInner(topic=topic, body=body, queue_id=queue_id, properties=p,
                                  properties_string=encode_properties(p), sys_flag=sys_flag,
-                                 born_host=("10.0.0.9", 4321), born_timestamp=1_700_000_000_000, **kw)
+                                 born_host=_BORN, born_timestamp=1_700_000_000_000, **kw)
 
 
 @pytest.fixture

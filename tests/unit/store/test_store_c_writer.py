@@ -1,0 +1,171 @@
+"""The C record encoder and writer (mq/store/_append.c) give the same records, bytes, queue offsets and dispatch
+requests as the commit log's Python code, and leave to it every case they do not handle."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from mq.common import properties as P
+from mq.common import sysflag as SF
+from mq.common.hosts import pack_host
+from mq.common.message import MessageExtBrokerInner
+from mq.common.properties import encode_properties
+from mq.common.record import decode_records
+from mq.store.commit_log import CommitLog, DispatchRequest, Prepared
+from mq.store.status import PutMessageStatus
+
+_append = pytest.importorskip("mq.store._append", reason="the C writer is not built (no C compiler at install)")
+
+DELAYS = [1000, 5000, 10000]
+text = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x01\x02"), max_size=12)
+tags = st.one_of(st.none(), st.just(""), text, st.sampled_from(["TagA", "标签", "𝄞x", "é"]))
+TOPICS = ["T", "TopicTest", "%RETRY%g", "t" * 127]
+hosts = st.sampled_from([("10.0.0.9", 4321), ("127.0.0.1", 0), ("10.1.2.3", 65535), ("2001:db8::5", 65535)])
+
+
+@st.composite
+def messages(draw, topic=None):
+    props: dict[str, str] = {}
+    tg = draw(tags)
+    if tg is not None:
+        props[P.TAGS] = tg
+    if draw(st.booleans()):
+        props[P.KEYS] = draw(text)
+    if draw(st.booleans()):
+        props[P.UNIQ_CLIENT_MESSAGE_ID_KEYIDX] = draw(st.text("0123456789ABCDEF", min_size=32, max_size=32))
+    if draw(st.booleans()):
+        props[P.WAIT_STORE_MSG_OK] = draw(st.sampled_from(["true", "false", ""]))
+    if draw(st.integers(0, 5)) == 5:
+        props[P.DELAY_TIME_LEVEL] = draw(st.sampled_from(["0", "1", "3", "9", "x", ""]))
+    for k, v in draw(st.dictionaries(st.sampled_from(["a", "b", "long"]), text, max_size=2)).items():
+        props[k] = v
+    host = draw(hosts)
+    born = host if draw(st.integers(0, 4)) == 4 else pack_host(*host)  # the broker hands packed hosts over
+    given_string = draw(st.integers(0, 4)) < 4
+    return MessageExtBrokerInner(
+        topic=topic or draw(st.sampled_from(TOPICS)),
+        body=None if draw(st.integers(0, 5)) == 5 else draw(st.binary(max_size=300)),
+        queue_id=draw(st.integers(0, 7)), flag=draw(st.integers(-2**31, 2**31 - 1)),
+        properties=props if props or draw(st.booleans()) else None,
+        properties_string=encode_properties(props) if given_string else None,
+        sys_flag=draw(st.sampled_from([0, SF.TRANSACTION_PREPARED_TYPE, SF.TRANSACTION_COMMIT_TYPE,
+                                       SF.TRANSACTION_ROLLBACK_TYPE, SF.COMPRESSED, SF.BORNHOST_V6 | SF.COMPRESSED])),
+        born_host=born, born_timestamp=draw(st.integers(0, 2**63 - 1)),
+        reconsume_times=draw(st.integers(0, 16)), prepared_transaction_offset=draw(st.integers(0, 2**62)),
+        tags_code=draw(st.one_of(st.none(), st.integers(-2**63, 2**63 - 1))),
+    )
+
+
+def _logs(tmp_path, name: str, store_host=("192.168.0.7", 10911), max_message_size=256):
+    c = CommitLog(tmp_path / f"{name}-c", 1 << 20, store_host, max_message_size=max_message_size,
+                  delay_levels_ms=DELAYS)
+    py = CommitLog(tmp_path / f"{name}-py", 1 << 20, store_host, max_message_size=max_message_size,
+                   delay_levels_ms=DELAYS)
+    py._c_prepare = py._c_append = None
+    for log in (c, py):  # a topic's first put checks its name and caches its prefix (Python): done once here
+        for topic in TOPICS:
+            log.prepare(MessageExtBrokerInner(topic=topic, body=b"", born_host=pack_host("10.0.0.1", 1)))
+    return c, py
+
+
+def _segment(log: CommitLog) -> bytes:
+    mf = log.queue.files[-1]
+    return bytes(mf.mm[:mf.wrote_position])
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.lists(messages(), min_size=1, max_size=4), min_size=1, max_size=6),
+       st.sampled_from([("192.168.0.7", 10911)] * 3 + [("fe80::1", 10911)]))
+def test_same_records_as_the_python_writer(tmp_path_factory, batches, store_host):
+    tmp = tmp_path_factory.mktemp("cw")
+    c, py = _logs(tmp, "x", store_host)
+    try:
+        for i, batch in enumerate(batches):
+            pc = [c.prepare(m) for m in batch]
+            pp = [py.prepare(m) for m in batch]
+            assert pc == pp
+            if any(p.__class__ is PutMessageStatus for p in pc):
+                continue
+            rc = c.append(pc, 1_700_000_000_000 + i)
+            rp = py.append(pp, 1_700_000_000_000 + i)
+            assert rc == rp
+            assert all(r.__class__ is DispatchRequest for r in rc)
+            assert c.topic_queue_table == py.topic_queue_table
+        assert _segment(c) == _segment(py)
+        for rec in decode_records(_segment(c)):
+            assert rec.store_timestamp >= 1_700_000_000_000
+    finally:
+        c.close()
+        py.close()
+
+
+def test_common_message_is_encoded_in_c(tmp_path):
+    c, _ = _logs(tmp_path, "fast")
+    m = MessageExtBrokerInner(topic="Fresh", body=b"x" * 100, queue_id=3, properties={P.TAGS: "TagA", P.KEYS: "k1 k2"},
+                              properties_string=encode_properties({P.TAGS: "TagA", P.KEYS: "k1 k2"}),
+                              born_host=pack_host("10.0.0.1", 5), born_timestamp=1)
+    assert c._c_prepare is not None
+    assert c._c_prepare(m, c._topic_prefix, 256, 256 + 65536, Prepared) is None  # a topic not seen yet
+    first = c.prepare(m)  # the Python path checks the name and caches its prefix
+    fast = c._c_prepare(m, c._topic_prefix, 256, 256 + 65536, Prepared)
+    assert fast == first and fast.__class__ is Prepared
+    assert fast.tags_code == 2598919 and fast.keys == "k1 k2" and fast.wait is True
+    c.close()
+
+
+@pytest.mark.parametrize("change", [
+    {"born_host": ("10.0.0.1", 5)},  # not packed
+    {"born_host": pack_host("::2", 5)},  # IPv6
+    {"body": b"x" * 300},  # over the maximum size: the Python path answers MESSAGE_ILLEGAL
+    {"properties": {P.DELAY_TIME_LEVEL: "2"}},  # rerouted to the schedule topic
+    {"properties_string": None},  # encoded from the dict
+    {"body": bytearray(b"abc")},
+])
+def test_cases_left_to_python(tmp_path, change):
+    c, py = _logs(tmp_path, "fb")
+    kw = dict(topic="T", body=b"abc", queue_id=1, properties={P.TAGS: "A"}, properties_string="TAGS\x01A\x02",
+              born_host=pack_host("10.0.0.1", 5), born_timestamp=1)
+    kw.update(change)
+    if "properties" in change and "properties_string" not in change:
+        kw["properties_string"] = encode_properties(kw["properties"])
+    m = MessageExtBrokerInner(**kw)
+    assert c._c_prepare(m, c._topic_prefix, 256, 256 + 65536, Prepared) is None
+    assert c.prepare(m) == py.prepare(m)
+    c.close()
+    py.close()
+
+
+def test_append_leaves_ipv6_born_hosts_to_python(tmp_path):
+    c, py = _logs(tmp_path, "v6")
+    msgs = [MessageExtBrokerInner(topic="T", body=b"a", born_host=pack_host("10.0.0.1", 5)),
+            MessageExtBrokerInner(topic="T", body=b"b", born_host=pack_host("::5", 5))]
+    prepared = [c.prepare(m) for m in msgs]
+    assert c._c_append(c.queue.get_last_file(0).mm, 0, 0, prepared, 7, c.store_host, {}, DispatchRequest) is None
+    assert c.append(prepared, 7) == py.append([py.prepare(m) for m in msgs], 7)
+    assert _segment(c) == _segment(py)
+    c.close()
+    py.close()
+
+
+def test_append_checks_before_writing(tmp_path):
+    """A record whose fields do not fit, or that does not fit the buffer, changes nothing."""
+    c, _ = _logs(tmp_path, "bad")
+    m = MessageExtBrokerInner(topic="T", body=b"abc", born_host=pack_host("10.0.0.1", 5))
+    good = c.prepare(m)
+    mm = c.queue.get_last_file(0).mm
+    table = {("T", 0): 5}
+    with pytest.raises(OverflowError):
+        c._c_append(mm, 0, 0, [good, good._replace(flag=2**31)], 7, c.store_host, table, DispatchRequest)
+    with pytest.raises(ValueError, match="do not fit"):
+        c._c_append(mm, len(mm) - 10, 0, [good], 7, c.store_host, table, DispatchRequest)
+    with pytest.raises(ValueError, match="total size"):
+        c._c_append(mm, 0, 0, [good._replace(total=good.total + 1)], 7, c.store_host, table, DispatchRequest)
+    with pytest.raises(TypeError):
+        c._c_append(mm, 0, 0, [good._replace(body="text")], 7, c.store_host, table, DispatchRequest)
+    assert table == {("T", 0): 5} and bytes(mm[:64]) == bytes(64)
+    reqs = c._c_append(mm, 0, 1000, [good, good], 7, c.store_host, table, DispatchRequest)
+    assert [(r.queue_offset, r.phy_offset) for r in reqs] == [(5, 1000), (6, 1000 + good.total)]
+    assert table == {("T", 0): 7}
+    c.close()
