@@ -90,6 +90,7 @@ class MessageStore:
         self.group_commit: GroupCommitService | None = None
         self.async_flush: AsyncFlushService | None = None
         if self.sync_flush:
+            self.commit_log.write_through = True  # cheaper fdatasyncs (CommitLog.write_through)
             self.group_commit = GroupCommitService(
                 self.commit_log, self.put_lock, self.dispatcher.dispatch, timeout_ms=config.sync_flush_timeout,
                 on_flushed=self._on_commit_log_flushed, on_error=self._on_flush_error, fsync=fsync)
@@ -322,7 +323,8 @@ class MessageStore:
             try:
                 reqs = cl.append(prepared, int(self.now() * 1000))
                 if reqs.__class__ is PutMessageStatus:
-                    why = cl.create_error if reqs is _S.CREATE_MAPPED_FILE_FAILED else "append failed"
+                    why = (cl.create_error if reqs is _S.CREATE_MAPPED_FILE_FAILED or reqs is _S.UNKNOWN_ERROR
+                           else "append failed")
                     return PutMessageResult(reqs, remark=why), None  # type: ignore[arg-type]
                 first = reqs[0]
                 if len(reqs) == 1:

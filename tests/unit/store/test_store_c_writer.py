@@ -3,9 +3,14 @@ requests as the commit log's Python code, and leave to it every case they do not
 
 from __future__ import annotations
 
+import errno
+import os
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+from .conftest import inner
 
 from mq.common import properties as P
 from mq.common import sysflag as SF
@@ -13,10 +18,11 @@ from mq.common.hosts import pack_host
 from mq.common.message import MessageExtBrokerInner
 from mq.common.properties import encode_properties
 from mq.common.record import decode_records
-from mq.store.commit_log import CommitLog, DispatchRequest, Prepared
+from mq.store.commit_log import C_WRITER, CommitLog, DispatchRequest, Prepared
 from mq.store.status import PutMessageStatus
 
-_append = pytest.importorskip("mq.store._append", reason="the C writer is not built (no C compiler at install)")
+needs_c = pytest.mark.skipif(not C_WRITER, reason="the C writer is not built (no C compiler at install) or "
+                             "MQ_PURE_PYTHON is set")
 
 DELAYS = [1000, 5000, 10000]
 text = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x01\x02"), max_size=12)
@@ -75,12 +81,15 @@ def _segment(log: CommitLog) -> bytes:
     return bytes(mf.mm[:mf.wrote_position])
 
 
+@needs_c
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.lists(messages(), min_size=1, max_size=4), min_size=1, max_size=6),
-       st.sampled_from([("192.168.0.7", 10911)] * 3 + [("fe80::1", 10911)]))
-def test_same_records_as_the_python_writer(tmp_path_factory, batches, store_host):
+       st.sampled_from([("192.168.0.7", 10911)] * 3 + [("fe80::1", 10911)]), st.booleans(), st.booleans())
+def test_same_records_as_the_python_writer(tmp_path_factory, batches, store_host, c_through, py_through):
+    """Also with either log writing through ``os.pwrite`` (SYNC_FLUSH) instead of the mapping."""
     tmp = tmp_path_factory.mktemp("cw")
     c, py = _logs(tmp, "x", store_host)
+    c.write_through, py.write_through = c_through, py_through
     try:
         for i, batch in enumerate(batches):
             pc = [c.prepare(m) for m in batch]
@@ -101,6 +110,7 @@ def test_same_records_as_the_python_writer(tmp_path_factory, batches, store_host
         py.close()
 
 
+@needs_c
 def test_common_message_is_encoded_in_c(tmp_path):
     c, _ = _logs(tmp_path, "fast")
     m = MessageExtBrokerInner(topic="Fresh", body=b"x" * 100, queue_id=3, properties={P.TAGS: "TagA", P.KEYS: "k1 k2"},
@@ -115,6 +125,7 @@ def test_common_message_is_encoded_in_c(tmp_path):
     c.close()
 
 
+@needs_c
 @pytest.mark.parametrize("change", [
     {"born_host": ("10.0.0.1", 5)},  # not packed
     {"born_host": pack_host("::2", 5)},  # IPv6
@@ -137,6 +148,7 @@ def test_cases_left_to_python(tmp_path, change):
     py.close()
 
 
+@needs_c
 def test_append_leaves_ipv6_born_hosts_to_python(tmp_path):
     c, py = _logs(tmp_path, "v6")
     msgs = [MessageExtBrokerInner(topic="T", body=b"a", born_host=pack_host("10.0.0.1", 5)),
@@ -149,6 +161,7 @@ def test_append_leaves_ipv6_born_hosts_to_python(tmp_path):
     py.close()
 
 
+@needs_c
 def test_append_checks_before_writing(tmp_path):
     """A record whose fields do not fit, or that does not fit the buffer, changes nothing."""
     c, _ = _logs(tmp_path, "bad")
@@ -169,3 +182,38 @@ def test_append_checks_before_writing(tmp_path):
     assert [(r.queue_offset, r.phy_offset) for r in reqs] == [(5, 1000), (6, 1000 + good.total)]
     assert table == {("T", 0): 7}
     c.close()
+
+
+def test_sync_flush_writes_through_and_a_failed_write_is_a_status_that_changes_nothing(make_store, monkeypatch):
+    from mq.store import commit_log as CL
+
+    s = make_store(flush_disk_type="SYNC_FLUSH")
+    assert s.commit_log.write_through
+    first = s.put_message(inner(body=b"one"))
+    assert first.ok and s.commit_log.max_offset == first.wrote_offset + first.wrote_bytes
+
+    def broken(fd, data, pos):
+        raise OSError(errno.EIO, os.strerror(errno.EIO))
+
+    monkeypatch.setattr(CL.os, "pwrite", broken)
+    failed = s.put_messages([inner(body=b"two"), inner(body=b"three")])
+    assert failed.status is PutMessageStatus.UNKNOWN_ERROR
+    assert "cannot write to the commit log segment" in failed.remark and "Input/output error" in failed.remark
+    assert s.commit_log.max_offset == first.wrote_offset + first.wrote_bytes  # the write position did not move
+    monkeypatch.undo()
+    again = s.put_message(inner(body=b"four"))
+    assert again.ok and again.queue_offset == 1 and again.wrote_offset == first.wrote_offset + first.wrote_bytes
+    r = s.get_message("g", "T", 0, 0, 32)
+    assert [m.body for m in decode_records(r.body)] == [b"one", b"four"]
+
+
+@pytest.mark.skipif(bool(os.environ.get("MQ_PURE_PYTHON")), reason="MQ_PURE_PYTHON is set")
+def test_the_c_writer_is_built_where_a_compiler_is():
+    """An install on a machine with a C compiler builds the writer (setup.py marks it optional, so a broken build
+    would otherwise go unnoticed and leave the store on its slower Python path)."""
+    import shutil
+    import sysconfig
+
+    if not shutil.which((sysconfig.get_config_var("CC") or "cc").split()[0]):
+        pytest.skip("no C compiler on this machine")
+    assert C_WRITER
