@@ -32,6 +32,7 @@ from machine import CpuWindow
 from store_common import make_messages, print_disk
 
 from mq.config import StoreConfig
+from mq.store.commit_log import C_WRITER
 from mq.store.message_store import MessageStore
 from mq.store.status import PutMessageStatus
 
@@ -73,7 +74,8 @@ def run(n: int, base: str, index: bool, cases: tuple[str, ...] = CASES) -> None:
     print_disk(base)
     msgs = make_messages(n)
     size = len(msgs[0].body)
-    print(f"messages: {n} x {size} B, index {'on' if index else 'off'}")
+    print(f"messages: {n} x {size} B, index {'on' if index else 'off'}, record writer: "
+          f"{'C (mq.store._append)' if C_WRITER else 'Python (MQ_PURE_PYTHON set, or the C writer not built)'}")
     for case in cases:
         {"single": _single, "batch": _batch, "sync64": _sync64, "sync64cb": _sync64_callbacks,
          "syncasync": _sync_async}[case](msgs, size, base, index)

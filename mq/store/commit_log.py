@@ -250,9 +250,20 @@ class CommitLog:
             buf, at, base = mf.mm, pos, mf.start_offset
         requests = None
         if self._c_append is not None:  # None back: an IPv6 host, which the Python writer handles
-            requests = self._c_append(buf, at, base, batch, store_ts, self.store_host, table, DispatchRequest)
-        if requests is None:
-            requests = self._write(buf, at, base, batch, store_ts, table)
+            if self.write_through:  # the C writer also pwrites, without giving up the GIL around it
+                try:
+                    requests = self._c_append(buf, at, base, batch, store_ts, self.store_host, table,
+                                              DispatchRequest, mf.fd, pos)
+                except OSError as exc:  # the queue offsets are given back already
+                    self._write_failed(mf, exc)
+                    return PutMessageStatus.UNKNOWN_ERROR
+            else:
+                requests = self._c_append(buf, at, base, batch, store_ts, self.store_host, table, DispatchRequest)
+            if requests is not None:
+                mf.wrote_position = pos + need
+                self.last_store_timestamp = store_ts
+                return requests
+        requests = self._write(buf, at, base, batch, store_ts, table)
         if self.write_through and not self._write_out(mf, pos, memoryview(buf)[:need], requests):
             return PutMessageStatus.UNKNOWN_ERROR
         mf.wrote_position = pos + need
@@ -311,12 +322,15 @@ class CommitLog:
             for r in reversed(requests):
                 if r.tran_type == _NOT or r.tran_type == _COMMIT:
                     table[(r.topic, r.queue_id)] = r.queue_offset
-            self.create_error = f"cannot write to the commit log segment {mf.path.name}: {exc.strerror or exc}"
-            log.error("%s", self.create_error)
+            self._write_failed(mf, exc)
             return False
         finally:
             data.release()
         return True
+
+    def _write_failed(self, mf, exc: OSError) -> None:
+        self.create_error = f"cannot write to the commit log segment {mf.path.name}: {exc.strerror or exc}"
+        log.error("%s", self.create_error)
 
     def _segment_for(self, mf, need: int):
         """The segment the next ``need`` bytes go to: closes the current one with a BLANK record when they

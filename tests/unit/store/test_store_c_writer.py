@@ -178,29 +178,32 @@ def test_append_checks_before_writing(tmp_path):
     with pytest.raises(TypeError):
         c._c_append(mm, 0, 0, [good._replace(body="text")], 7, c.store_host, table, DispatchRequest)
     assert table == {("T", 0): 5} and bytes(mm[:64]) == bytes(64)
+    bad_fd = os.open(c.queue.files[-1].path, os.O_RDONLY)
+    with pytest.raises(OSError) as e:  # write-through to a descriptor that cannot write: offsets given back
+        c._c_append(bytearray(4096), 0, 0, [good, good], 7, c.store_host, table, DispatchRequest, bad_fd, 0)
+    os.close(bad_fd)
+    assert e.value.errno == errno.EBADF and table == {("T", 0): 5}
     reqs = c._c_append(mm, 0, 1000, [good, good], 7, c.store_host, table, DispatchRequest)
     assert [(r.queue_offset, r.phy_offset) for r in reqs] == [(5, 1000), (6, 1000 + good.total)]
     assert table == {("T", 0): 7}
     c.close()
 
 
-def test_sync_flush_writes_through_and_a_failed_write_is_a_status_that_changes_nothing(make_store, monkeypatch):
-    from mq.store import commit_log as CL
-
+def test_sync_flush_writes_through_and_a_failed_write_is_a_status_that_changes_nothing(make_store):
     s = make_store(flush_disk_type="SYNC_FLUSH")
     assert s.commit_log.write_through
     first = s.put_message(inner(body=b"one"))
     assert first.ok and s.commit_log.max_offset == first.wrote_offset + first.wrote_bytes
-
-    def broken(fd, data, pos):
-        raise OSError(errno.EIO, os.strerror(errno.EIO))
-
-    monkeypatch.setattr(CL.os, "pwrite", broken)
-    failed = s.put_messages([inner(body=b"two"), inner(body=b"three")])
+    mf = s.commit_log.queue.files[-1]
+    fd, mf.fd = mf.fd, os.open(mf.path, os.O_RDONLY)  # writes to it fail (EBADF), from C or Python alike
+    try:
+        failed = s.put_messages([inner(body=b"two"), inner(body=b"three")])
+    finally:
+        os.close(mf.fd)
+        mf.fd = fd
     assert failed.status is PutMessageStatus.UNKNOWN_ERROR
-    assert "cannot write to the commit log segment" in failed.remark and "Input/output error" in failed.remark
+    assert "cannot write to the commit log segment" in failed.remark and "Bad file descriptor" in failed.remark
     assert s.commit_log.max_offset == first.wrote_offset + first.wrote_bytes  # the write position did not move
-    monkeypatch.undo()
     again = s.put_message(inner(body=b"four"))
     assert again.ok and again.queue_offset == 1 and again.wrote_offset == first.wrote_offset + first.wrote_bytes
     r = s.get_message("g", "T", 0, 0, 32)
