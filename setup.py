@@ -1,10 +1,18 @@
-"""Build hook for the optional C part of the commit log's writer (everything else is in pyproject.toml).
+"""Build hook for the store's optional C parts (everything else is in pyproject.toml): the commit log's record
+writer (``mq.store._append``) and the index's key hashing and entry writer (``mq.store._index``).
 
-``optional=True``: where no C compiler is available the install goes on without it and the store uses its
-pure-Python writer (``mq.store.commit_log``), which writes the same bytes.
+``optional=True``: where no C compiler is available the install goes on without them and the store uses its
+pure-Python code (``mq.store.commit_log``, ``mq.store.index_service``, ``mq.store.index_file``), which writes the
+same bytes.
 """
 
 from setuptools import Extension, setup
 
-setup(ext_modules=[Extension("mq.store._append", ["mq/store/_append.c"], optional=True,
-                             libraries=["z"], extra_compile_args=["-O2", "-Wall"])])
+_HASH = ["mq/store/_jhash.h"]
+
+setup(ext_modules=[
+    Extension("mq.store._append", ["mq/store/_append.c"], depends=_HASH, optional=True, libraries=["z"],
+              extra_compile_args=["-O2", "-Wall"]),
+    Extension("mq.store._index", ["mq/store/_index.c"], depends=_HASH, optional=True,
+              extra_compile_args=["-O2", "-Wall"]),
+])

@@ -20,6 +20,8 @@
 #include <errno.h>
 #include <unistd.h>
 
+#include "_jhash.h"
+
 #define MESSAGE_MAGIC 0xDAA320A7u
 #define TRAN_NOT 0x0
 #define TRAN_COMMIT 0x8
@@ -305,23 +307,9 @@ done:
     return result;
 }
 
-/* Java String.hashCode over the UTF-16 code units of s, as a signed 32-bit value (the consume queue's tagsCode) */
+/* Java String.hashCode of s as a signed 32-bit value (the consume queue's tagsCode) */
 static long long java_hash(PyObject *s) {
-    uint32_t h = 0;
-    int kind = PyUnicode_KIND(s);
-    const void *data = PyUnicode_DATA(s);
-    Py_ssize_t n = PyUnicode_GET_LENGTH(s);
-    for (Py_ssize_t i = 0; i < n; i++) {
-        Py_UCS4 c = PyUnicode_READ(kind, data, i);
-        if (c >= 0x10000) {
-            c -= 0x10000;
-            h = 31u * h + (uint32_t)(0xD800 + (c >> 10));
-            h = 31u * h + (uint32_t)(0xDC00 + (c & 0x3FF));
-        } else {
-            h = 31u * h + (uint32_t)c;
-        }
-    }
-    return (long long)(int32_t)h;
+    return (long long)(int32_t)jhash_continue(0, s, 0, PyUnicode_GET_LENGTH(s));
 }
 
 static PyObject *s_topic, *s_body, *s_properties, *s_sys_flag, *s_queue_id, *s_properties_string, *s_born_host,

@@ -59,6 +59,13 @@ from typing import Iterator
 from mq.errors import MQError
 from mq.store.mapped_file import reserve_range
 
+try:  # the entry writer in C (mq/store/_index.c), built where a compiler was available; MQ_PURE_PYTHON=1 turns it off
+    from mq.store._index import put_entries as _c_put_entries
+except ImportError:  # pragma: no cover - depends on the install
+    _c_put_entries = None
+if os.environ.get("MQ_PURE_PYTHON"):
+    _c_put_entries = None
+
 #: Header: beginTimestamp, endTimestamp, beginPhyOffset, endPhyOffset (int64), hashSlotCount, indexCount (int32).
 HEADER_FORMAT = ">qqqqii"
 #: A hash slot: the number of the newest entry in its chain.
@@ -229,7 +236,7 @@ class IndexFile:
 
     __slots__ = ("path", "hash_slot_num", "index_num", "_fd", "_mm", "_entries_at", "_dirty",
                  "begin_timestamp", "end_timestamp", "begin_phy_offset", "end_phy_offset",
-                 "hash_slot_count", "index_count", "reserved_to")
+                 "hash_slot_count", "index_count", "reserved_to", "_c_put")
 
     def __init__(self, path: Path, hash_slot_num: int, index_num: int, fd: int) -> None:
         if hash_slot_num <= 0 or index_num <= 1:
@@ -243,6 +250,8 @@ class IndexFile:
         self._dirty = False
         #: bytes ``[0, reserved_to)`` have their blocks (``_reserve_entries``)
         self.reserved_to = 0
+        #: ``mq.store._index.put_entries`` where built; None: the Python loop in ``put_hashes``
+        self._c_put = _c_put_entries
         h = IndexHeader.unpack(self._mm)
         self.begin_timestamp = h.begin_timestamp
         self.end_timestamp = h.end_timestamp
@@ -346,19 +355,33 @@ class IndexFile:
         once, after the last entry."""
         n = self.index_count
         limit = self.index_num
-        end = len(items)
-        if start >= end or n >= limit:
+        if start >= len(items) or n >= limit:
             return start
-        self._reserve_entries(min(limit, n + end - start))  # before any store: a full disk writes nothing
+        self._reserve_entries(min(limit, n + len(items) - start))  # before any store: a full disk writes nothing
         mm = self._mm
-        slots = self.hash_slot_num
-        base = self._entries_at
+        put = self._c_put if self._c_put is not None else self._put_entries  # C: its stores without the GIL
+        i, n, bt, self.begin_phy_offset, hsc = put(mm, items, start, n, limit, self.hash_slot_num, self._entries_at,
+                                                   self.begin_timestamp, self.begin_phy_offset, self.hash_slot_count)
+        _h, phy, ts = items[i - 1]
+        self.begin_timestamp = bt
+        self.hash_slot_count = hsc
+        self.index_count = n
+        self.end_phy_offset = phy
+        self.end_timestamp = ts
+        _HEADER.pack_into(mm, 0, bt, ts, self.begin_phy_offset, phy, hsc, n)
+        self._dirty = True
+        return i
+
+    @staticmethod
+    def _put_entries(mm: mmap.mmap, items: list[tuple[int, int, int]], i: int, n: int, limit: int, slots: int,
+                     base: int, bt: int, begin_phy: int, hsc: int) -> tuple[int, int, int, int, int]:
+        """Write ``items[i:]`` as entries numbered from ``n`` while ``n < limit``; returns (next item, next
+        entry number, beginTimestamp, beginPhyOffset, hashSlotCount). The Python twin of
+        ``mq.store._index.put_entries``."""
         unpack_slot = _SLOT.unpack_from
         pack_slot = _SLOT.pack_into
         pack_entry = _ENTRY.pack_into
-        bt = self.begin_timestamp
-        hsc = self.hash_slot_count
-        i = start
+        end = len(items)
         while i < end and n < limit:
             key_hash, phy, ts = items[i]
             slot_pos = HEADER_SIZE + (key_hash % slots) * SLOT_SIZE
@@ -369,7 +392,7 @@ class IndexFile:
             if n <= 1:
                 # First entry: it defines the file's start (see the module docstring for the Java quirk we skip).
                 bt = ts
-                self.begin_phy_offset = phy
+                begin_phy = phy
                 time_diff = 0
             elif bt <= 0:
                 time_diff = 0
@@ -380,15 +403,7 @@ class IndexFile:
             pack_slot(mm, slot_pos, n)
             n += 1
             i += 1
-        _h, phy, ts = items[i - 1]
-        self.begin_timestamp = bt
-        self.hash_slot_count = hsc
-        self.index_count = n
-        self.end_phy_offset = phy
-        self.end_timestamp = ts
-        _HEADER.pack_into(mm, 0, bt, ts, self.begin_phy_offset, phy, hsc, n)
-        self._dirty = True
-        return i
+        return i, n, bt, begin_phy, hsc
 
     def truncate_from(self, phy_offset: int) -> int:
         """Undo the newest entries whose phyOffset >= ``phy_offset``; returns how many were removed.

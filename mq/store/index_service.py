@@ -28,11 +28,18 @@ import threading
 import time
 from operator import mul
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from mq.common.sysflag import TRANSACTION_ROLLBACK_TYPE as _ROLLBACK
 from mq.store.index_file import (_POW31, IndexFile, _hash_u32, build_key, index_key_hash, is_index_file_name,
                                  next_file_name, prefixed_key_hash)
+
+try:  # key hashing in C (mq/store/_index.c), built where a compiler was available; MQ_PURE_PYTHON=1 turns it off
+    from mq.store._index import index_items as _c_index_items
+except ImportError:  # pragma: no cover - depends on the install
+    _c_index_items = None
+if os.environ.get("MQ_PURE_PYTHON"):
+    _c_index_items = None
 
 log = logging.getLogger(__name__)
 
@@ -129,10 +136,18 @@ class IndexService:
         self._add_items(items, topic, keys, uniq_key, phy_offset, store_timestamp)
         return self._put_items(items) if items else 0
 
-    def build_batch(self, requests: Iterable[Any]) -> int:
+    def build_batch(self, requests: Sequence[Any]) -> int:
         """``build_index`` for many dispatched records (``DispatchRequest``-shaped: topic, keys, uniq_key,
         phy_offset, store_timestamp, tran_type) in log order, skipping ROLLBACK records: keys are hashed
         outside the lock, then written under one lock hold with one header write per file."""
+        items = _c_index_items(requests, _ROLLBACK) if _c_index_items is not None else None
+        if items is None:  # no C module, or requests that are not DispatchRequest tuples
+            items = self._index_items(requests)
+        return self._put_items(items) if items else 0
+
+    def _index_items(self, requests: Iterable[Any]) -> list[tuple[int, int, int]]:
+        """(key hash, phyOffset, storeTimestamp) of every key of ``requests``: the Python twin of
+        ``mq.store._index.index_items``."""
         items: list[tuple[int, int, int]] = []
         add = items.append
         pw = _POW31
@@ -160,7 +175,7 @@ class IndexService:
                 for t in keys.split(" "):
                     if t:
                         add((prefixed_key_hash(ph, t), phy, ts))
-        return self._put_items(items) if items else 0
+        return items
 
     def _prefix_hash(self, topic: str) -> int:
         ph = self._prefix_hashes.get(topic)
