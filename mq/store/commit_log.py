@@ -31,18 +31,14 @@ from mq.common.properties import decode_properties, encode_properties
 from mq.common.record import (BLANK, BLANK_MAGIC_CODE, MESSAGE_MAGIC_CODE, RECORD_HEADER_V4, RECORD_PREFIX)
 from mq.common.tags import tags_code as compute_tags_code
 from mq.common.topic import SCHEDULE_TOPIC
+from mq.store import native
 from mq.store.mapped_file_queue import MappedFileQueue
 from mq.store.status import PutMessageStatus
 from mq.store.warm import WarmAheadService
 
 log = logging.getLogger(__name__)
 
-try:  # the C writer (mq/store/_append.c), built where a compiler was available; MQ_PURE_PYTHON=1 turns it off
-    from mq.store._append import append_v4 as _append_v4, prepare_v4 as _prepare_v4
-except ImportError:  # pragma: no cover - depends on the install
-    _append_v4 = _prepare_v4 = None
-if os.environ.get("MQ_PURE_PYTHON"):
-    _append_v4 = _prepare_v4 = None
+_append_v4, _prepare_v4 = native.load("mq.store._append", "append_v4", "prepare_v4")  # the C writer, or Nones
 #: whether records are encoded and written by the C writer (the benchmarks say which one ran)
 C_WRITER = _append_v4 is not None
 

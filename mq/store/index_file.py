@@ -57,14 +57,10 @@ from pathlib import Path
 from typing import Iterator
 
 from mq.errors import MQError
+from mq.store import native
 from mq.store.mapped_file import reserve_range
 
-try:  # the entry writer in C (mq/store/_index.c), built where a compiler was available; MQ_PURE_PYTHON=1 turns it off
-    from mq.store._index import put_entries as _c_put_entries
-except ImportError:  # pragma: no cover - depends on the install
-    _c_put_entries = None
-if os.environ.get("MQ_PURE_PYTHON"):
-    _c_put_entries = None
+(_c_put_entries,) = native.load("mq.store._index", "put_entries")  # the entry writer in C, or None
 
 #: Header: beginTimestamp, endTimestamp, beginPhyOffset, endPhyOffset (int64), hashSlotCount, indexCount (int32).
 HEADER_FORMAT = ">qqqqii"

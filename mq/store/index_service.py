@@ -31,15 +31,11 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from mq.common.sysflag import TRANSACTION_ROLLBACK_TYPE as _ROLLBACK
+from mq.store import native
 from mq.store.index_file import (_POW31, IndexFile, _hash_u32, build_key, index_key_hash, is_index_file_name,
                                  next_file_name, prefixed_key_hash)
 
-try:  # key hashing in C (mq/store/_index.c), built where a compiler was available; MQ_PURE_PYTHON=1 turns it off
-    from mq.store._index import index_items as _c_index_items
-except ImportError:  # pragma: no cover - depends on the install
-    _c_index_items = None
-if os.environ.get("MQ_PURE_PYTHON"):
-    _c_index_items = None
+(_c_index_items,) = native.load("mq.store._index", "index_items")  # key hashing in C, or None
 
 log = logging.getLogger(__name__)
 

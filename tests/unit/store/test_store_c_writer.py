@@ -18,6 +18,7 @@ from mq.common.hosts import pack_host
 from mq.common.message import MessageExtBrokerInner
 from mq.common.properties import encode_properties
 from mq.common.record import decode_records
+from mq.store import native
 from mq.store.commit_log import C_WRITER, CommitLog, DispatchRequest, Prepared
 from mq.store.status import PutMessageStatus
 
@@ -210,7 +211,7 @@ def test_sync_flush_writes_through_and_a_failed_write_is_a_status_that_changes_n
     assert [m.body for m in decode_records(r.body)] == [b"one", b"four"]
 
 
-@pytest.mark.skipif(bool(os.environ.get("MQ_PURE_PYTHON")), reason="MQ_PURE_PYTHON is set")
+@pytest.mark.skipif(bool(os.environ.get(native.PURE_PYTHON_ENV)), reason=f"{native.PURE_PYTHON_ENV} is set")
 def test_the_c_writer_is_built_where_a_compiler_is():
     """An install on a machine with a C compiler builds the writer (setup.py marks it optional, so a broken build
     would otherwise go unnoticed and leave the store on its slower Python path)."""
