@@ -4,6 +4,7 @@ requests as the commit log's Python code, and leave to it every case they do not
 from __future__ import annotations
 
 import errno
+import gc
 import os
 
 import pytest
@@ -189,6 +190,23 @@ def test_append_checks_before_writing(tmp_path):
     assert table == {("T", 0): 7}
     c.close()
 
+
+
+@needs_c
+def test_requests_are_hidden_from_the_cyclic_collector_only_when_they_hold_no_containers(tmp_path):
+    """The requests wait for the index thread; untracked, they cost no full collections (they hold no cycles)."""
+    c, _ = _logs(tmp_path, "gc")
+    m = MessageExtBrokerInner(topic="T", body=b"abc", properties={P.KEYS: "k"}, properties_string="KEYS\x01k\x02",
+                              born_host=pack_host("10.0.0.1", 5))
+    good = c.prepare(m)
+    mm = c.queue.get_last_file(0).mm
+    reqs = c._c_append(mm, 0, 0, [good, good], 7, c.store_host, {}, DispatchRequest)
+    assert not gc.is_tracked(reqs) and not any(gc.is_tracked(r) for r in reqs)
+    odd = good._replace(keys=["a container"])  # not what prepare makes, but handled safely
+    reqs = c._c_append(mm, 2 * good.total, 0, [good, odd], 7, c.store_host, {}, DispatchRequest)
+    assert gc.is_tracked(reqs) and [gc.is_tracked(r) for r in reqs] == [False, True]
+    assert reqs[1].keys == ["a container"]
+    c.close()
 
 def test_sync_flush_writes_through_and_a_failed_write_is_a_status_that_changes_nothing(make_store):
     s = make_store(flush_disk_type="SYNC_FLUSH")
