@@ -208,9 +208,10 @@ class StoreConfig:
     os_page_cache_busy_timeout_mills: int = 1000
     duplication_enable: bool = False
     warm_maped_file_enable: bool = False
-    #: zero-fill the commit log's page cache this many bytes ahead of the writer, in a background thread, so
-    #: puts take no page faults (``mq.store.warm``; e.g. 16 MiB; warmMapedFileEnable warms whole segments).
-    #: Off by default: the zero pages are written back too, which cost a busy 2-core broker more than it saved.
+    #: bring the commit log's pages into the page cache this many bytes ahead of the writer, in a background
+    #: thread, so puts take no allocating page faults (``mq.store.warm``: MADV_POPULATE_READ where Linux has it,
+    #: else zero-fill; e.g. 16 MiB; warmMapedFileEnable warms whole segments). Off by default: the thread spends
+    #: more CPU than the faults it saves the putting thread (an option for machines with a spare core).
     warm_ahead_bytes: int = 0
     transient_store_pool_enable: bool = False
     # -- HA: master/slave replication (STORE.md §13; mq.daemon.broker.ha) ---------------------------------------

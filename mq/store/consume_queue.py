@@ -67,6 +67,19 @@ class ConsumeQueue:
         """Append the unit for queue offset ``cq_offset``; duplicates (re-dispatch) are ignored."""
         if phy + size <= self.max_physic_offset:
             return True
+        files = self.queue.files
+        if files:  # the usual case first: the next unit of the last segment, its blocks already reserved
+            mf = files[-1]
+            pos = mf.wrote_position
+            if pos + CQ_UNIT_SIZE <= mf.reserved_to and cq_offset * CQ_UNIT_SIZE == mf.start_offset + pos:
+                self._pack_into(mf.mm, pos, phy, size, tags_code)
+                mf.wrote_position = pos + CQ_UNIT_SIZE
+                self.max_physic_offset = phy + size
+                return True
+        return self._put(cq_offset, phy, size, tags_code)
+
+    def _put(self, cq_offset: int, phy: int, size: int, tags_code: int) -> bool:
+        """``put`` at a segment's end or start, past a gap, or for a unit already written."""
         expected = cq_offset * CQ_UNIT_SIZE
         q = self.queue
         files = q.files

@@ -285,43 +285,50 @@ class MessageStore:
             return _S.OS_PAGECACHE_BUSY, "put lock held too long"
         return None
 
-    def _prepare(self, msgs: Sequence[MessageExtBrokerInner]) -> list[Prepared] | PutMessageResult:
-        bad = self._check_writable()
-        if bad is not None:
-            self.stats.put_failures += 1
-            return PutMessageResult(bad[0], remark=bad[1])
+    def _rejected(self, status: PutMessageStatus, remark: str) -> PutMessageResult:
+        self.stats.put_failures += 1
+        return PutMessageResult(status, remark=remark)
+
+    def _prepare_batch(self, msgs: Sequence[MessageExtBrokerInner]) -> list[Prepared] | PutMessageResult:
         prepare = self.commit_log.prepare
-        if len(msgs) == 1:  # the common case: no batch checks
-            p = prepare(msgs[0])
-            if p.__class__ is PutMessageStatus:
-                self.stats.put_failures += 1
-                return PutMessageResult(p, remark=f"message to {msgs[0].topic} rejected: {p.name}")
-            return [p]
         out = []
         for m in msgs:
             p = prepare(m)
             if p.__class__ is PutMessageStatus:
-                self.stats.put_failures += 1
-                return PutMessageResult(p, remark=f"message to {m.topic} rejected: {p.name}")
+                return self._rejected(p, f"message to {m.topic} rejected: {p.name}")  # type: ignore[union-attr]
             out.append(p)
-        if len(out) > 1:
-            first = out[0]
-            for p in out:
-                if p.topic != first.topic or p.queue_id != first.queue_id or p.delay_ms:
-                    self.stats.put_failures += 1
-                    return PutMessageResult(_S.MESSAGE_ILLEGAL, remark="a batch needs one topic and queue, no delay")
-        elif not out:
-            return PutMessageResult(_S.MESSAGE_ILLEGAL, remark="empty batch")
+        if not out:
+            return self._rejected(_S.MESSAGE_ILLEGAL, "empty batch")
+        first = out[0]
+        for p in out:
+            if p.topic != first.topic or p.queue_id != first.queue_id or p.delay_ms:
+                return self._rejected(_S.MESSAGE_ILLEGAL, "a batch needs one topic and queue, no delay")
         return out
 
-    def _append(self, prepared: list[Prepared], waiter: object = None) -> tuple[PutMessageResult, FlushGroup | None]:
-        """Append under the put lock; under SYNC_FLUSH join the current flush group (``waiter``, a Future or
-        a ``FlushWaiter``, is resolved when it completes), else dispatch at once."""
+    def _put(self, msgs: Sequence[MessageExtBrokerInner], waiter: object = None
+             ) -> tuple[PutMessageResult, FlushGroup | None]:
+        """Check, encode and append one message or a batch under the put lock. Under ASYNC_FLUSH the records
+        are dispatched at once and the group is None. Under SYNC_FLUSH they join the current flush group, which
+        is returned when the first message asks to wait for it (WAIT != false), and ``waiter`` (a Future or a
+        ``FlushWaiter``) is then resolved with the result when the group completes. One frame for the whole
+        put: this is the hot path of every send."""
+        bad = self._check_writable()
+        if bad is not None:
+            return self._rejected(*bad), None
         cl = self.commit_log
+        if len(msgs) == 1:  # the common case: no batch checks
+            p = cl.prepare(msgs[0])
+            if p.__class__ is PutMessageStatus:
+                return self._rejected(p, f"message to {msgs[0].topic} rejected: {p.name}"), None  # type: ignore
+            prepared = [p]
+        else:
+            prepared = self._prepare_batch(msgs)  # type: ignore[assignment]
+            if prepared.__class__ is PutMessageResult:
+                return prepared, None  # type: ignore[return-value]
         with self.put_lock:
             self._begin_in_lock = time.monotonic()
             try:
-                reqs = cl.append(prepared, int(self.now() * 1000))
+                reqs = cl.append(prepared, int(self.now() * 1000))  # type: ignore[arg-type]
                 if reqs.__class__ is PutMessageStatus:
                     why = (cl.create_error if reqs is _S.CREATE_MAPPED_FILE_FAILED or reqs is _S.UNKNOWN_ERROR
                            else "append failed")
@@ -339,7 +346,9 @@ class MessageStore:
                 gc = self.group_commit
                 if gc is not None:
                     group = gc.add(reqs)
-                    if waiter is not None:
+                    if not prepared[0].wait:  # type: ignore[index]
+                        group = None
+                    elif waiter is not None:
                         group.futures.append((waiter, res))
                 else:
                     group = None
@@ -354,19 +363,21 @@ class MessageStore:
     def put_messages(self, msgs: Sequence[MessageExtBrokerInner]) -> PutMessageResult:
         """Append one message or a batch (one topic and queue; all-or-nothing) and wait as the flush
         mode requires. Under SYNC_FLUSH the wait is skipped when the first message has WAIT=false."""
-        prepared = self._prepare(msgs)
-        if prepared.__class__ is PutMessageResult:
-            return prepared
-        res, group = self._append(prepared)
-        if group is not None and prepared[0].wait:
-            status = group.wait(self.config.sync_flush_timeout / 1000.0)
-            if status is not _S.PUT_OK:
-                res.status = status
-                res.remark = "flush did not complete in time" if self.flush_error is None else self.flush_error
-        return res
+        res, group = self._put(msgs)
+        return res if group is None else self._wait(res, group)
 
     def put_message(self, msg: MessageExtBrokerInner) -> PutMessageResult:
-        return self.put_messages((msg,))
+        res, group = self._put((msg,))
+        return res if group is None else self._wait(res, group)
+
+    def _wait(self, res: PutMessageResult, group: FlushGroup) -> PutMessageResult:
+        """Block until the group commit covering ``res`` completes; FLUSH_DISK_TIMEOUT (or the flush error)
+        when it does not in ``syncFlushTimeout``."""
+        status = group.wait(self.config.sync_flush_timeout / 1000.0)
+        if status is not _S.PUT_OK:
+            res.status = status
+            res.remark = "flush did not complete in time" if self.flush_error is None else self.flush_error
+        return res
 
     def put_messages_nowait(self, msgs: Sequence[MessageExtBrokerInner],
                             callback: Callable[[PutMessageResult], None] | None = None
@@ -377,14 +388,11 @@ class MessageStore:
         precondition). Otherwise the put waits for its group commit: with ``callback`` it returns None and
         ``callback(result)`` runs exactly once in the flush thread when the group completes (or times out);
         without one it returns a ``concurrent.futures.Future`` of the result."""
-        prepared = self._prepare(msgs)
-        if prepared.__class__ is PutMessageResult:
-            return prepared
-        if self.group_commit is None or not prepared[0].wait:  # type: ignore[index]
-            return self._append(prepared)[0]  # type: ignore[arg-type]
+        if self.group_commit is None:
+            return self._put(msgs)[0]
         waiter: object = FlushWaiter(callback) if callback is not None else concurrent.futures.Future()
-        res, group = self._append(prepared, waiter)  # type: ignore[arg-type]
-        if group is None:  # the append failed: nothing to wait for
+        res, group = self._put(msgs, waiter)
+        if group is None:  # failed, or WAIT=false: nothing to wait for
             return res
         return None if callback is not None else waiter  # type: ignore[return-value]
 

@@ -1,31 +1,41 @@
-"""Warm-ahead: zero-fill the commit log's page cache just ahead of the write position, off the put path.
+"""Warm-ahead: bring the commit log's pages into the page cache just ahead of the write position, off the put path.
 
 A segment's disk blocks are reserved ahead of the writer (``MappedFile.reserve_to``), but its pages are not
-in the page cache, so the first write to each 4 KiB page through the mapping takes a page fault that allocates
-and zeroes a page-cache page: about 1.7 µs of the put path's CPU per 1 KiB message on this machine, measured
-when segments were still sparse (``benchmarks/store_append.py``). ``WarmAheadService`` moves that
-work to its own thread: it ``os.pwrite``s zeros (the GIL is released) into the chunk after the write position,
-so the put path later finds the page already cached and only maps it. RocketMQ's ``warmMapedFileEnable`` does
-the same job once per segment; here it runs continuously, ``ahead`` bytes in front of the writer. It is off unless
-``warmAheadBytes`` (or ``warmMapedFileEnable``) is set: the zero pages are dirty and get written back as well,
-which on a 2-core machine whose other core is busy cost the broker more CPU than the page faults it saved
-(docs/performance.md).
+in the page cache, so the first write to each page through the mapping takes a page fault that allocates and
+zeroes a page-cache page: 0.4-1.7 µs of the putting thread's system time per 1 KiB message on this machine
+(``benchmarks/store_append.py`` prints it). ``WarmAheadService`` moves that work to its own thread, ``ahead``
+bytes in front of the writer, one chunk at a time, with the GIL released. RocketMQ's ``warmMapedFileEnable``
+does the same job once per segment; here it runs continuously.
 
-Only bytes the writer has not reached are zeroed (they are zero on disk already, so nothing changes but the
-cache), and the writer never enters a chunk while it is being zeroed::
+Two ways, chosen at start:
+
+- **populate** (Linux 5.14+): ``madvise(MADV_POPULATE_READ)`` over the chunk, through libc (``mmap.madvise``
+  would hold the GIL). The kernel reads the pages in (zeroes, for reserved blocks), caches them and maps them
+  read-only into this process, so the writer's first store to each page only takes a write-protect fault (no
+  allocation, no zeroing). It changes no byte and dirties no page: nothing extra is written back, and the writer
+  never waits for it.
+- **zero-fill** (elsewhere): ``os.pwrite`` of zeros over the chunk. Only bytes the writer has not reached are
+  zeroed (they are zero on disk already), and the writer never enters a chunk while it is being zeroed::
 
     thread (put lock held)            reserve [start, end): start >= the write position, mf.zeroing_from = start
     thread (no lock)                  pwrite zeros over [start, end)
     thread (condition)                mf.zeroing_from = NOT_ZEROING, mf.warmed_to = end, notify
     CommitLog.append (put lock held)  if pos + size > mf.zeroing_from: wait_until_clear(mf)
 
+  The zero pages are dirty and are written back as well, which on a 2-core machine whose other core is busy
+  cost the broker more CPU than the page faults it saved (docs/performance.md, second session).
+
 Only the last segment is warmed (retention never deletes it) and the thread stops before the log closes. A
-failed ``pwrite`` (a full disk) stops warming for that segment and is logged once; puts go on as before.
+failed chunk (a full disk, an I/O error) stops warming for that segment and is logged once; puts go on as before.
 """
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
+import errno
 import logging
+import mmap
 import os
 import threading
 from typing import TYPE_CHECKING, Callable
@@ -40,23 +50,71 @@ log = logging.getLogger(__name__)
 
 CHUNK = 1 << 20
 DEFAULT_AHEAD = 16 << 20
+#: <linux/mman.h>; Python's mmap module names neither
+MADV_POPULATE_READ = 22
+
+Populate = Callable[[mmap.mmap, int, int], None]
+
+
+def _libc_madvise() -> Callable[[int, int, int], int] | None:
+    name = ctypes.util.find_library("c")
+    if not name:  # pragma: no cover - no C library to call
+        return None
+    try:
+        fn = ctypes.CDLL(name, use_errno=True).madvise  # a CDLL call releases the GIL
+    except (OSError, AttributeError):  # pragma: no cover
+        return None
+    fn.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
+    fn.restype = ctypes.c_int
+    return fn
+
+
+def make_populate() -> Populate | None:
+    """``populate(mm, start, length)``: MADV_POPULATE_READ over ``mm[start:start + length]`` (page-aligned
+    ``start``), raising ``OSError``; None where the kernel or platform has no such advice."""
+    madvise = _libc_madvise()
+    if madvise is None:
+        return None
+
+    def populate(mm: mmap.mmap, start: int, length: int) -> None:
+        view = (ctypes.c_char * length).from_buffer(mm, start)  # holds the mapping open during the call
+        try:
+            if madvise(ctypes.addressof(view), length, MADV_POPULATE_READ) != 0:
+                err = ctypes.get_errno()
+                raise OSError(err, os.strerror(err))
+        finally:
+            del view
+
+    probe = mmap.mmap(-1, mmap.PAGESIZE)
+    try:
+        populate(probe, 0, mmap.PAGESIZE)
+    except OSError as exc:
+        if exc.errno not in (errno.EINVAL, errno.ENOSYS):  # pragma: no cover
+            log.debug("MADV_POPULATE_READ probe failed: %s", exc)
+        return None
+    finally:
+        probe.close()
+    return populate
 
 
 class WarmAheadService:
     def __init__(self, queue: "MappedFileQueue", put_lock: threading.Lock, *, ahead: int = DEFAULT_AHEAD,
                  chunk: int = CHUNK, idle_wait: float = 0.01,
-                 pwrite: Callable[[int, memoryview, int], int] = os.pwrite) -> None:
+                 pwrite: Callable[[int, memoryview, int], int] = os.pwrite,
+                 populate: Populate | None | bool = True) -> None:
         self.queue = queue
         self.put_lock = put_lock
         self.ahead = max(ahead, chunk)
         self.chunk = chunk
         self.idle_wait = idle_wait
         self.pwrite = pwrite
+        #: the populate way when the kernel has it (``populate=True``: probe for it), else None: zero-fill
+        self.populate: Populate | None = make_populate() if populate is True else (populate or None)
         self._zeros = bytes(chunk)
         self._cond = threading.Condition()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        #: bytes zero-filled ahead of the writer since start
+        #: bytes brought in ahead of the writer since start
         self.warmed_bytes = 0
         self._failed: set[int] = set()
 
@@ -79,8 +137,12 @@ class WarmAheadService:
             self._thread.join()
             self._thread = None
 
+    @property
+    def mode(self) -> str:
+        return "populate" if self.populate is not None else "zero-fill"
+
     def _reserve(self) -> tuple["MappedFile", int, int] | None:
-        """Under the put lock: the next chunk to zero of the last segment, marked as being zeroed."""
+        """Under the put lock: the next chunk to warm of the last segment (zero-fill: marked as being zeroed)."""
         with self.put_lock:
             files = self.queue.files
             mf = files[-1] if files else None
@@ -92,7 +154,8 @@ class WarmAheadService:
             if start >= limit:
                 return None
             end = min(start + self.chunk, mf.file_size)
-            mf.zeroing_from = start
+            if self.populate is None:
+                mf.zeroing_from = start
             return mf, start, end
 
     def _run(self) -> None:
@@ -103,13 +166,16 @@ class WarmAheadService:
                 continue
             mf, start, end = job
             try:
-                self.pwrite(mf.fd, memoryview(self._zeros)[:end - start], start)
+                if self.populate is not None:
+                    self.populate(mf.mm, start, end - start)
+                else:
+                    self.pwrite(mf.fd, memoryview(self._zeros)[:end - start], start)
                 ok = True
-            except OSError as exc:
+            except (OSError, ValueError, BufferError) as exc:  # ValueError/BufferError: the mapping is closed
                 ok = False
                 self._failed.add(mf.start_offset)
-                log.warning("warm-ahead of %s stopped at %d: %s (puts fault their pages in themselves)",
-                            mf.path.name, start, exc.strerror or exc)
+                log.warning("warm-ahead (%s) of %s stopped at %d: %s (puts fault their pages in themselves)",
+                            self.mode, mf.path.name, start, getattr(exc, "strerror", None) or exc)
             with self._cond:
                 mf.zeroing_from = NOT_ZEROING
                 if ok:

@@ -1,11 +1,13 @@
-"""Warm-ahead (mq.store.warm): zero-filling ahead of the writer never touches a written byte, the writer waits
-for a chunk being zeroed, and a failing pwrite only stops the warming."""
+"""Warm-ahead (mq.store.warm): populating or zero-filling ahead of the writer never touches a written byte, the
+writer waits for a chunk being zeroed, and a failing chunk only stops the warming."""
 
 from __future__ import annotations
 
 import logging
 import threading
 import time
+
+import pytest
 
 from mq.common.record import decode_records
 from mq.store import warm as W
@@ -45,6 +47,7 @@ def test_warm_ahead_never_zeroes_written_records(make_store):
     store.warm._zeros = bytes(4096)
     store.warm.idle_wait = 0
     store.warm.pwrite = slow_pwrite
+    store.warm.populate = None  # the zero-fill way
     store.start()
     bodies = [bytes([i % 251]) * (100 + i % 900) for i in range(1500)]
     for i, body in enumerate(bodies):
@@ -86,6 +89,7 @@ def test_failed_pwrite_stops_warming_and_puts_go_on(make_store, caplog):
     with caplog.at_level(logging.WARNING, logger="mq.store.warm"):
         store = make_store(warm_ahead_bytes=1 << 20, start=False)
         store.warm.pwrite = full
+        store.warm.populate = None
         store.start()
         store.put_message(inner(body=b"first"))  # the log has a segment to warm from here on
         deadline = time.monotonic() + 5
@@ -110,3 +114,63 @@ def test_warm_ahead_off_and_whole_segment(make_store, tmp_path):
     while mf.warmed_to < mf.file_size and time.monotonic() < deadline:
         time.sleep(0.01)
     assert mf.warmed_to == mf.file_size
+
+
+needs_populate = pytest.mark.skipif(W.make_populate() is None, reason="no MADV_POPULATE_READ (Linux < 5.14)")
+
+
+@needs_populate
+def test_populate_brings_pages_in_without_changing_a_byte_or_blocking_the_writer(make_store):
+    """The populate way runs right in front of the writer, across many segment rolls, and never sets the
+    zeroing mark the writer would wait for; every record reads back intact and the pages ahead are resident."""
+    store = make_store(warm_ahead_bytes=8192, start=False)
+    assert store.warm.mode == "populate"
+    store.warm.chunk = 4096
+    store.warm.idle_wait = 0
+    store.start()
+    bodies = [bytes([i % 251]) * (100 + i % 900) for i in range(1500)]
+    for i, body in enumerate(bodies):
+        assert store.put_message(inner(body=body, queue_id=i % 4)).status is PutMessageStatus.PUT_OK
+        assert store.commit_log.queue.files[-1].zeroing_from == NOT_ZEROING
+    assert [m.body for m in _all_records(store)] == bodies
+    assert len(store.commit_log.queue.files) > 10 and store.warm.warmed_bytes > 0
+
+
+@needs_populate
+def test_populate_changes_no_byte_and_stays_inside_the_mapping(tmp_path):
+    import mmap
+    import os
+
+    path = tmp_path / "seg"
+    with open(path, "wb") as f:
+        f.truncate(64 * mmap.PAGESIZE)
+    fd = os.open(path, os.O_RDWR)
+    mm = mmap.mmap(fd, 64 * mmap.PAGESIZE)
+    try:
+        populate = W.make_populate()
+        populate(mm, 8 * mmap.PAGESIZE, 16 * mmap.PAGESIZE)
+        assert bytes(mm[:]) == bytes(64 * mmap.PAGESIZE)  # nothing changed
+        with pytest.raises(ValueError):  # past the mapping: ctypes refuses before the kernel is asked
+            populate(mm, 60 * mmap.PAGESIZE, 16 * mmap.PAGESIZE)
+    finally:
+        mm.close()
+        os.close(fd)
+
+
+def test_failed_populate_stops_warming_and_puts_go_on(make_store, caplog):
+    def broken(mm, start, length):
+        raise OSError(5, "Input/output error")
+
+    with caplog.at_level(logging.WARNING, logger="mq.store.warm"):
+        store = make_store(warm_ahead_bytes=1 << 20, start=False)
+        store.warm.populate = broken
+        store.start()
+        store.put_message(inner(body=b"first"))
+        deadline = time.monotonic() + 5
+        while not store.warm._failed and time.monotonic() < deadline:
+            time.sleep(0.01)
+        for i in range(20):
+            assert store.put_message(inner(body=b"b%d" % i)).status is PutMessageStatus.PUT_OK
+    assert store.warm._failed and store.warm.warmed_bytes == 0
+    assert "warm-ahead (populate)" in caplog.text and "Input/output error" in caplog.text
+    assert len(_all_records(store)) == 21
