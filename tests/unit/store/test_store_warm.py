@@ -82,14 +82,18 @@ def test_writer_waits_for_a_chunk_being_zeroed(make_store):
     assert [m.body for m in _all_records(store)] == [b"first", b"x" * 200]
 
 
-def test_failed_pwrite_stops_warming_and_puts_go_on(make_store, caplog):
+@pytest.mark.parametrize("way", ["zero-fill", "populate"])
+def test_a_failed_chunk_stops_warming_and_puts_go_on(make_store, caplog, way):
     def full(fd, data, offset):
         raise OSError(28, "No space left on device")
+
+    def broken(mm, start, length):
+        raise OSError(5, "Input/output error")
 
     with caplog.at_level(logging.WARNING, logger="mq.store.warm"):
         store = make_store(warm_ahead_bytes=1 << 20, start=False)
         store.warm.pwrite = full
-        store.warm.populate = None
+        store.warm.populate = broken if way == "populate" else None
         store.start()
         store.put_message(inner(body=b"first"))  # the log has a segment to warm from here on
         deadline = time.monotonic() + 5
@@ -98,7 +102,8 @@ def test_failed_pwrite_stops_warming_and_puts_go_on(make_store, caplog):
         for i in range(20):
             assert store.put_message(inner(body=b"b%d" % i)).status is PutMessageStatus.PUT_OK
     assert store.warm._failed and store.warm.warmed_bytes == 0
-    assert "No space left on device" in caplog.text
+    why = "Input/output error" if way == "populate" else "No space left on device"
+    assert f"warm-ahead ({way})" in caplog.text and why in caplog.text
     assert store.commit_log.queue.files[-1].zeroing_from == NOT_ZEROING
     assert len(_all_records(store)) == 21
 
@@ -155,22 +160,3 @@ def test_populate_changes_no_byte_and_stays_inside_the_mapping(tmp_path):
     finally:
         mm.close()
         os.close(fd)
-
-
-def test_failed_populate_stops_warming_and_puts_go_on(make_store, caplog):
-    def broken(mm, start, length):
-        raise OSError(5, "Input/output error")
-
-    with caplog.at_level(logging.WARNING, logger="mq.store.warm"):
-        store = make_store(warm_ahead_bytes=1 << 20, start=False)
-        store.warm.populate = broken
-        store.start()
-        store.put_message(inner(body=b"first"))
-        deadline = time.monotonic() + 5
-        while not store.warm._failed and time.monotonic() < deadline:
-            time.sleep(0.01)
-        for i in range(20):
-            assert store.put_message(inner(body=b"b%d" % i)).status is PutMessageStatus.PUT_OK
-    assert store.warm._failed and store.warm.warmed_bytes == 0
-    assert "warm-ahead (populate)" in caplog.text and "Input/output error" in caplog.text
-    assert len(_all_records(store)) == 21
