@@ -100,16 +100,15 @@ def make_populate() -> Populate | None:
 class WarmAheadService:
     def __init__(self, queue: "MappedFileQueue", put_lock: threading.Lock, *, ahead: int = DEFAULT_AHEAD,
                  chunk: int = CHUNK, idle_wait: float = 0.01,
-                 pwrite: Callable[[int, memoryview, int], int] = os.pwrite,
-                 populate: Populate | None | bool = True) -> None:
+                 pwrite: Callable[[int, memoryview, int], int] = os.pwrite) -> None:
         self.queue = queue
         self.put_lock = put_lock
         self.ahead = max(ahead, chunk)
         self.chunk = chunk
         self.idle_wait = idle_wait
         self.pwrite = pwrite
-        #: the populate way when the kernel has it (``populate=True``: probe for it), else None: zero-fill
-        self.populate: Populate | None = make_populate() if populate is True else (populate or None)
+        #: the populate way where the kernel has it, else None: zero-fill
+        self.populate: Populate | None = make_populate()
         self._zeros = bytes(chunk)
         self._cond = threading.Condition()
         self._stop = threading.Event()
