@@ -1,9 +1,10 @@
 """Build hook for the store's optional C parts (everything else is in pyproject.toml): the commit log's record
-writer (``mq.store._append``) and the index's key hashing and entry writer (``mq.store._index``).
+writer (``mq.store._append``), the index's key hashing and entry writer (``mq.store._index``) and the
+dispatcher's consume-queue unit writer (``mq.store._consume_queue``).
 
 ``optional=True``: where no C compiler is available the install goes on without them and the store uses its
-pure-Python code (``mq.store.commit_log``, ``mq.store.index_service``, ``mq.store.index_file``), which writes the
-same bytes.
+pure-Python code (``mq.store.commit_log``, ``mq.store.index_service``, ``mq.store.index_file``,
+``mq.store.consume_queue``), which writes the same bytes.
 """
 
 from setuptools import Extension, setup
@@ -14,5 +15,7 @@ setup(ext_modules=[
     Extension("mq.store._append", ["mq/store/_append.c"], depends=_HASH, optional=True, libraries=["z"],
               extra_compile_args=["-O2", "-Wall"]),
     Extension("mq.store._index", ["mq/store/_index.c"], depends=_HASH, optional=True,
+              extra_compile_args=["-O2", "-Wall"]),
+    Extension("mq.store._consume_queue", ["mq/store/_consume_queue.c"], optional=True,
               extra_compile_args=["-O2", "-Wall"]),
 ])

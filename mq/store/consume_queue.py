@@ -22,8 +22,10 @@ from __future__ import annotations
 import logging
 import struct
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable, Sequence
 
+from mq.common import sysflag as SF
+from mq.store import native
 from mq.store.mapped_file_queue import MappedFileQueue
 
 log = logging.getLogger(__name__)
@@ -35,6 +37,7 @@ FILLER_SIZE = 0x7FFFFFFF
 _FILLER = CQ_UNIT.pack(0, FILLER_SIZE, 0)
 #: blocks of a consume-queue segment are reserved this many bytes (3,276 units) at a time
 CQ_RESERVE_STEP = 64 * 1024
+_NOT, _COMMIT = SF.TRANSACTION_NOT_TYPE, SF.TRANSACTION_COMMIT_TYPE
 
 
 class ConsumeQueue:
@@ -65,10 +68,16 @@ class ConsumeQueue:
     # -- writing -----------------------------------------------------------------------------------------
     def put(self, cq_offset: int, phy: int, size: int, tags_code: int) -> bool:
         """Append the unit for queue offset ``cq_offset``; duplicates (re-dispatch) are ignored."""
+        return self.put_fast(cq_offset, phy, size, tags_code) or self._put(cq_offset, phy, size, tags_code)
+
+    def put_fast(self, cq_offset: int, phy: int, size: int, tags_code: int) -> bool:
+        """``put`` in the usual case: a duplicate, or the next unit of the last segment with its blocks already
+        reserved. False, having written nothing, otherwise (``put`` then takes the slow path). The C writer
+        (``mq.store._consume_queue``) does the same."""
         if phy + size <= self.max_physic_offset:
             return True
         files = self.queue.files
-        if files:  # the usual case first: the next unit of the last segment, its blocks already reserved
+        if files:
             mf = files[-1]
             pos = mf.wrote_position
             if pos + CQ_UNIT_SIZE <= mf.reserved_to and cq_offset * CQ_UNIT_SIZE == mf.start_offset + pos:
@@ -76,7 +85,7 @@ class ConsumeQueue:
                 mf.wrote_position = pos + CQ_UNIT_SIZE
                 self.max_physic_offset = phy + size
                 return True
-        return self._put(cq_offset, phy, size, tags_code)
+        return False
 
     def _put(self, cq_offset: int, phy: int, size: int, tags_code: int) -> bool:
         """``put`` at a segment's end or start, past a gap, or for a unit already written."""
@@ -298,6 +307,35 @@ class ConsumeQueue:
 
     def close(self) -> None:
         self.queue.close()
+
+
+def put_units(requests: Sequence[tuple], queues: dict[str, dict[int, ConsumeQueue]],
+              slow: Callable[[Any], bool], notify: Callable[[str, int, int, int], None] | None,
+              notify_failed: Callable[[Exception], None]) -> int:
+    """Write the units of dispatched records (``commit_log.DispatchRequest``, in log order) whose transaction
+    type takes a queue offset: ``ConsumeQueue.put_fast`` where the queue is in ``queues`` and the unit is the
+    usual case, else ``slow(request)``, which returns False when the queue cannot be written; the walk then
+    stops. After each unit ``notify(topic, queue_id, queue_offset + 1, tags_code)`` runs (when not None); an
+    Exception from it goes to ``notify_failed``. Returns how many requests were done (``len(requests)``: all).
+    The Python twin of ``mq.store._consume_queue.put_units``."""
+    for i, r in enumerate(requests):
+        topic, qid, qoff, phy, size, tc, _ts, _k, _u, tran = r
+        if tran == _NOT or tran == _COMMIT:
+            per = queues.get(topic)
+            cq = per.get(qid) if per is not None else None
+            if (cq is None or not cq.put_fast(qoff, phy, size, tc)) and not slow(r):
+                return i
+            if notify is not None:
+                try:
+                    notify(topic, qid, qoff + 1, tc)
+                except Exception as exc:  # the broker's callback must not break the store
+                    notify_failed(exc)
+    return len(requests)
+
+
+(_c_put_units,) = native.load("mq.store._consume_queue", "put_units")  # the C unit writer, or None
+#: what the dispatcher writes units with: the C writer where built, else the Python twin
+PUT_UNITS: Callable[..., int] = _c_put_units or put_units
 
 
 class ConsumeQueueTable:

@@ -25,12 +25,12 @@ from typing import Callable, Protocol
 
 from mq.common import sysflag as SF
 from mq.store.commit_log import CommitLog, DispatchRequest, check_record
-from mq.store.consume_queue import ConsumeQueueTable
+from mq.store.consume_queue import PUT_UNITS, ConsumeQueueTable
 
 log = logging.getLogger(__name__)
 
 OnDispatch = Callable[[str, int, int, int], None]
-_NOT, _COMMIT, _ROLLBACK = SF.TRANSACTION_NOT_TYPE, SF.TRANSACTION_COMMIT_TYPE, SF.TRANSACTION_ROLLBACK_TYPE
+_ROLLBACK = SF.TRANSACTION_ROLLBACK_TYPE
 
 
 class IndexLike(Protocol):  # the INDEX helper's IndexService
@@ -55,6 +55,8 @@ class Dispatcher:
         self._backlog: list[DispatchRequest] = []
         #: why records wait in the backlog; None when none do
         self.error: str | None = None
+        #: (record, OSError) of the consume-queue write that failed last (``_put_slow``)
+        self._stall: tuple[DispatchRequest, OSError] | None = None
 
     def dispatch(self, requests: list[DispatchRequest]) -> None:
         """Dispatch records in log order. Callers serialise calls (put lock or flush thread).
@@ -79,37 +81,38 @@ class Dispatcher:
     def _put_units(self, requests: list[DispatchRequest]) -> list[DispatchRequest]:
         """(Lock held.) Write the units; returns ``requests`` itself, or the prefix written before a
         consume-queue write failed (the rest then waits in the backlog)."""
-        find = self.cq_table.find
-        queues = self.cq_table.queues
-        notify = self.on_dispatch
-        try:
-            for topic, qid, qoff, phy, size, tc, _ts, _k, _u, tran in requests:
-                if tran == _NOT or tran == _COMMIT:
-                    per = queues.get(topic)
-                    cq = per.get(qid) if per is not None else None
-                    if cq is None:
-                        cq = find(topic, qid)
-                    cq.put(qoff, phy, size, tc)
-                    if notify is not None:
-                        try:
-                            notify(topic, qid, qoff + 1, tc)
-                        except Exception:  # the broker's callback must not break the store
-                            log.exception("on_dispatch callback failed")
-        except OSError as exc:
-            k = next(i for i, r in enumerate(requests) if r.phy_offset == phy)  # noqa: F821 (bound by the loop)
-            self._backlog = requests[k:]
+        done = PUT_UNITS(requests, self.cq_table.queues, self._put_slow, self.on_dispatch, self._notify_failed)
+        if done < len(requests):
+            (topic, qid, _q, phy, *_rest), exc = self._stall  # type: ignore[misc]
+            self._stall = None
+            self._backlog = requests[done:]
             if self.error is None:
                 log.error("cannot write consume queue %s-%d at commit log offset %d (%s); %d record(s) wait to "
                           "be dispatched and the store refuses writes until they are", topic, qid, phy,
                           exc.strerror or exc, len(self._backlog))
             self.error = f"cannot write consume queue {topic}-{qid}: {exc.strerror or exc}"
-            requests = requests[:k]
+            requests = requests[:done]
             if not requests:
                 return requests
         last = requests[-1]
         self.dispatched_offset = last.phy_offset + last.size
         self.last_timestamp = last.store_timestamp
         return requests
+
+    def _put_slow(self, r: DispatchRequest) -> bool:
+        """A unit off the writer's usual path (a new queue or segment, a gap); False when its consume queue
+        cannot be written (``_stall`` then says which record and why)."""
+        try:
+            self.cq_table.find(r.topic, r.queue_id).put(r.queue_offset, r.phy_offset, r.size,  # type: ignore
+                                                        r.tags_code)
+        except OSError as exc:
+            self._stall = (r, exc)
+            return False
+        return True
+
+    @staticmethod
+    def _notify_failed(exc: Exception) -> None:
+        log.error("on_dispatch callback failed", exc_info=exc)
 
     def retry(self) -> bool:
         """Dispatch the records a failed consume-queue write held back; True when none wait any more."""

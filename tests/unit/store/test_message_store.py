@@ -118,6 +118,21 @@ def test_on_dispatch_callback_and_delete_topic(make_store):
     assert s.put_message(inner(topic="X", queue_id=2)).queue_offset == 0
 
 
+def test_a_failing_on_dispatch_callback_is_logged_and_loses_nothing(make_store, caplog):
+    s = make_store()
+
+    def broken(*_a):
+        raise RuntimeError("listener broke")
+
+    s.dispatcher.on_dispatch = broken
+    with caplog.at_level("ERROR", logger="mq.store.dispatcher"):
+        for _ in range(3):
+            assert s.put_message(inner(topic="X", queue_id=1)).status is P.PUT_OK
+    assert [r.getMessage() for r in caplog.records] == ["on_dispatch callback failed"] * 3
+    assert "listener broke" in caplog.text
+    assert s.get_max_offset("X", 1) == 3 and s.get_message("g", "X", 1, 0, 8).status is G.FOUND
+
+
 def test_lock_excludes_second_store(make_store, tmp_path):
     make_store()
     other = MessageStore(small_config(tmp_path / "store"))
