@@ -2,23 +2,20 @@
  * mq.store._append: the commit log's record writer in C (optional; mq.store.commit_log falls back to its own
  * Python loop when this module is not built or a record needs what it does not handle).
  *
- * append_v4(mm, pos, base, batch, store_ts, store_host, table, request_type[, fd, file_pos]) writes the records of
+ * append_v4(mm, pos, base, batch, store_ts, store_host, table, request_type) writes the records of
  * ``batch`` (``commit_log.Prepared`` tuples) into the writable buffer ``mm`` from ``pos``: message format v1
  * with IPv4 born and store hosts, the layout mq.common.record draws. It assigns each record its queue offset
  * from ``table`` ((topic, queue_id) -> next offset) and returns one ``request_type`` (``DispatchRequest``) per
  * record, in log order. It returns None, having written and changed nothing, when a record has an IPv6 host;
  * the caller then writes the batch itself. Every field is read and checked before the first byte is written,
- * so a TypeError or OverflowError also leaves the buffer and the table as they were. With ``fd`` (write-through,
- * SYNC_FLUSH) the records written into ``mm`` are then pwritten to ``fd`` at ``file_pos``; an OSError from it
- * gives the table its entries back.
+ * so a TypeError or OverflowError also leaves the buffer and the table as they were. ``mm`` is a segment's mapping
+ * (ASYNC_FLUSH) or the commit log's staging buffer (SYNC_FLUSH, ``CommitLog.staging``).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
 #include <zlib.h>
-#include <errno.h>
-#include <unistd.h>
 
 #include "_jhash.h"
 
@@ -153,12 +150,11 @@ static int read_rec(PyObject *m, rec_t *r) {
 static PyObject *append_v4(PyObject *self, PyObject *args) {
     PyObject *mm, *batch, *table, *req_type;
     Py_ssize_t pos;
-    long long base, store_ts, file_pos = 0;
-    int fd = -1;
+    long long base, store_ts;
     Py_buffer host, view;
     (void)self;
-    if (!PyArg_ParseTuple(args, "OnLO!Ly*O!O!|iL", &mm, &pos, &base, &PyList_Type, &batch, &store_ts, &host,
-                          &PyDict_Type, &table, &PyType_Type, &req_type, &fd, &file_pos))
+    if (!PyArg_ParseTuple(args, "OnLO!Ly*O!O!", &mm, &pos, &base, &PyList_Type, &batch, &store_ts, &host,
+                          &PyDict_Type, &table, &PyType_Type, &req_type))
         return NULL;
     if (host.len != 8) {
         PyBuffer_Release(&host);
@@ -278,23 +274,6 @@ static PyObject *append_v4(PyObject *self, PyObject *args) {
         memcpy(p + HEADER_V4 + r->body_len, r->tail, (size_t)r->tail_len);
         p += r->total;
         phy += r->total;
-    }
-    if (fd >= 0) {  /* write-through: hand the records to the OS now (a short syscall: the GIL stays held) */
-        const char *src = (const char *)view.buf + pos;
-        Py_ssize_t done = 0;
-        while (done < need) {
-            ssize_t w = pwrite(fd, src + done, (size_t)(need - done), (off_t)(file_pos + done));
-            if (w < 0) {
-                if (errno == EINTR) {
-                    if (PyErr_CheckSignals() < 0)
-                        goto undo;
-                    continue;
-                }
-                PyErr_SetFromErrno(PyExc_OSError);
-                goto undo;
-            }
-            done += w;
-        }
     }
     result = out;
     out = NULL;
@@ -435,8 +414,8 @@ done:
 
 static PyMethodDef methods[] = {
     {"append_v4", append_v4, METH_VARARGS,
-     "append_v4(mm, pos, base, batch, store_ts, store_host, table, request_type[, fd, file_pos]) -> list | None\n\n"
-     "Write prepared records with IPv4 hosts at mm[pos:] (and, with fd, pwrite them to fd at file_pos),\n"
+     "append_v4(mm, pos, base, batch, store_ts, store_host, table, request_type) -> list | None\n\n"
+     "Write prepared records with IPv4 hosts at mm[pos:],\n"
      "assigning queue offsets from table; the dispatch requests, or None (nothing written) when a record\n"
      "needs the Python writer."},
     {"prepare_v4", prepare_v4, METH_VARARGS,

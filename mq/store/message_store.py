@@ -90,7 +90,7 @@ class MessageStore:
         self.group_commit: GroupCommitService | None = None
         self.async_flush: AsyncFlushService | None = None
         if self.sync_flush:
-            self.commit_log.write_through = True  # cheaper fdatasyncs (CommitLog.write_through)
+            self.commit_log.staging = True  # one pwrite per group commit (CommitLog.staging)
             self.group_commit = GroupCommitService(
                 self.commit_log, self.put_lock, self.dispatcher.dispatch, timeout_ms=config.sync_flush_timeout,
                 on_flushed=self._on_commit_log_flushed, on_error=self._on_flush_error, fsync=fsync)
@@ -105,7 +105,8 @@ class MessageStore:
             least_pages=config.flush_consume_queue_least_pages,
             thorough_ms=config.flush_consume_queue_thorough_interval, after=self._after_cq_flush)
         ahead = config.mapped_file_size_commit_log if config.warm_maped_file_enable else config.warm_ahead_bytes
-        self.warm = WarmAheadService(self.commit_log.queue, self.put_lock, ahead=ahead) if ahead > 0 else None
+        self.warm = WarmAheadService(self.commit_log.queue, self.put_lock, ahead=ahead,
+                                     append_end=self.commit_log.append_end) if ahead > 0 else None
         self.cleaner = Cleaner(config, self.commit_log, self.cq_table, cq_lock=self.dispatcher.lock,
                                index=self.index, now=now, disk_ratio=disk_ratio)
         self.recovery: RecoveryReport | None = None
@@ -347,7 +348,10 @@ class MessageStore:
                 if gc is not None:
                     group = gc.add(reqs)
                     if not prepared[0].wait:  # type: ignore[index]
-                        group = None
+                        group = None  # answered now, so its bytes go to the OS now (a crash must not lose it)
+                        if not cl.try_commit():
+                            res.status = _S.FLUSH_DISK_TIMEOUT
+                            res.remark = cl.create_error
                     elif waiter is not None:
                         group.futures.append((waiter, res))
                 else:

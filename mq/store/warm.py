@@ -100,8 +100,12 @@ def make_populate() -> Populate | None:
 class WarmAheadService:
     def __init__(self, queue: "MappedFileQueue", put_lock: threading.Lock, *, ahead: int = DEFAULT_AHEAD,
                  chunk: int = CHUNK, idle_wait: float = 0.01,
-                 pwrite: Callable[[int, memoryview, int], int] = os.pwrite) -> None:
+                 pwrite: Callable[[int, memoryview, int], int] = os.pwrite,
+                 append_end: Callable[["MappedFile"], int] | None = None) -> None:
         self.queue = queue
+        #: where the writer's next record goes in a segment: past records staged but not yet written
+        #: (``CommitLog.append_end``), which must not be zeroed after they are
+        self.append_end = append_end or (lambda mf: mf.wrote_position)
         self.put_lock = put_lock
         self.ahead = max(ahead, chunk)
         self.chunk = chunk
@@ -147,7 +151,7 @@ class WarmAheadService:
             mf = files[-1] if files else None
             if mf is None or mf.closed or mf.start_offset in self._failed:
                 return None
-            wp = mf.wrote_position
+            wp = self.append_end(mf)
             start = max(mf.warmed_to, -(-wp // OS_PAGE_SIZE) * OS_PAGE_SIZE)
             limit = min(wp + self.ahead, mf.file_size)
             if start >= limit:

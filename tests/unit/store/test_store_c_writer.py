@@ -3,15 +3,12 @@ requests as the commit log's Python code, and leave to it every case they do not
 
 from __future__ import annotations
 
-import errno
 import gc
 import os
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from .conftest import inner
 
 from mq.common import properties as P
 from mq.common import sysflag as SF
@@ -86,12 +83,14 @@ def _segment(log: CommitLog) -> bytes:
 @needs_c
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.lists(messages(), min_size=1, max_size=4), min_size=1, max_size=6),
-       st.sampled_from([("192.168.0.7", 10911)] * 3 + [("fe80::1", 10911)]), st.booleans(), st.booleans())
-def test_same_records_as_the_python_writer(tmp_path_factory, batches, store_host, c_through, py_through):
-    """Also with either log writing through ``os.pwrite`` (SYNC_FLUSH) instead of the mapping."""
+       st.sampled_from([("192.168.0.7", 10911)] * 3 + [("fe80::1", 10911)]), st.booleans(), st.booleans(),
+       st.sets(st.integers(0, 5)))
+def test_same_records_as_the_python_writer(tmp_path_factory, batches, store_host, c_staging, py_staging, commits):
+    """Also with either log staging its records (SYNC_FLUSH) instead of storing them through the mapping, and
+    committing them after some of the batches."""
     tmp = tmp_path_factory.mktemp("cw")
     c, py = _logs(tmp, "x", store_host)
-    c.write_through, py.write_through = c_through, py_through
+    c.staging, py.staging = c_staging, py_staging
     try:
         for i, batch in enumerate(batches):
             pc = [c.prepare(m) for m in batch]
@@ -104,6 +103,12 @@ def test_same_records_as_the_python_writer(tmp_path_factory, batches, store_host
             assert rc == rp
             assert all(r.__class__ is DispatchRequest for r in rc)
             assert c.topic_queue_table == py.topic_queue_table
+            if i in commits:
+                c.commit()
+                py.commit()
+        c.commit()
+        py.commit()
+        assert c.staged_bytes == py.staged_bytes == 0
         assert _segment(c) == _segment(py)
         for rec in decode_records(_segment(c)):
             assert rec.store_timestamp >= 1_700_000_000_000
@@ -180,11 +185,6 @@ def test_append_checks_before_writing(tmp_path):
     with pytest.raises(TypeError):
         c._c_append(mm, 0, 0, [good._replace(body="text")], 7, c.store_host, table, DispatchRequest)
     assert table == {("T", 0): 5} and bytes(mm[:64]) == bytes(64)
-    bad_fd = os.open(c.queue.files[-1].path, os.O_RDONLY)
-    with pytest.raises(OSError) as e:  # write-through to a descriptor that cannot write: offsets given back
-        c._c_append(bytearray(4096), 0, 0, [good, good], 7, c.store_host, table, DispatchRequest, bad_fd, 0)
-    os.close(bad_fd)
-    assert e.value.errno == errno.EBADF and table == {("T", 0): 5}
     reqs = c._c_append(mm, 0, 1000, [good, good], 7, c.store_host, table, DispatchRequest)
     assert [(r.queue_offset, r.phy_offset) for r in reqs] == [(5, 1000), (6, 1000 + good.total)]
     assert table == {("T", 0): 7}
@@ -207,27 +207,6 @@ def test_requests_are_hidden_from_the_cyclic_collector_only_when_they_hold_no_co
     assert gc.is_tracked(reqs) and [gc.is_tracked(r) for r in reqs] == [False, True]
     assert reqs[1].keys == ["a container"]
     c.close()
-
-def test_sync_flush_writes_through_and_a_failed_write_is_a_status_that_changes_nothing(make_store):
-    s = make_store(flush_disk_type="SYNC_FLUSH")
-    assert s.commit_log.write_through
-    first = s.put_message(inner(body=b"one"))
-    assert first.ok and s.commit_log.max_offset == first.wrote_offset + first.wrote_bytes
-    mf = s.commit_log.queue.files[-1]
-    fd, mf.fd = mf.fd, os.open(mf.path, os.O_RDONLY)  # writes to it fail (EBADF), from C or Python alike
-    try:
-        failed = s.put_messages([inner(body=b"two"), inner(body=b"three")])
-    finally:
-        os.close(mf.fd)
-        mf.fd = fd
-    assert failed.status is PutMessageStatus.UNKNOWN_ERROR
-    assert "cannot write to the commit log segment" in failed.remark and "Bad file descriptor" in failed.remark
-    assert s.commit_log.max_offset == first.wrote_offset + first.wrote_bytes  # the write position did not move
-    again = s.put_message(inner(body=b"four"))
-    assert again.ok and again.queue_offset == 1 and again.wrote_offset == first.wrote_offset + first.wrote_bytes
-    r = s.get_message("g", "T", 0, 0, 32)
-    assert [m.body for m in decode_records(r.body)] == [b"one", b"four"]
-
 
 @pytest.mark.skipif(bool(os.environ.get(native.PURE_PYTHON_ENV)), reason=f"{native.PURE_PYTHON_ENV} is set")
 def test_the_c_writer_is_built_where_a_compiler_is():

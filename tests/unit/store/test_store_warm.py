@@ -32,17 +32,20 @@ def _all_records(store):
     return out
 
 
-def test_warm_ahead_never_zeroes_written_records(make_store):
+@pytest.mark.parametrize("mode", ["ASYNC_FLUSH", "SYNC_FLUSH"])
+def test_warm_ahead_never_zeroes_written_records(make_store, mode):
     """Tiny chunks zeroed slowly (the pwrite sleeps first, GIL released) right in front of the writer, across
     many segment rolls: a record written into a chunk while it is being zeroed would read back as zeros, so
-    every record reading back intact shows the writer waited."""
+    every record reading back intact shows the writer waited. Under SYNC_FLUSH the puts do not wait for each
+    other, so records are staged (not yet written) while chunks are chosen: none may be zeroed after its
+    group commit wrote it."""
     import os
 
     def slow_pwrite(fd, data, offset):
         time.sleep(0.0003)
         return os.pwrite(fd, data, offset)
 
-    store = make_store(warm_ahead_bytes=8192, start=False)
+    store = make_store(warm_ahead_bytes=8192, start=False, flush_disk_type=mode)
     store.warm.chunk = 4096
     store.warm._zeros = bytes(4096)
     store.warm.idle_wait = 0
@@ -50,8 +53,8 @@ def test_warm_ahead_never_zeroes_written_records(make_store):
     store.warm.populate = None  # the zero-fill way
     store.start()
     bodies = [bytes([i % 251]) * (100 + i % 900) for i in range(1500)]
-    for i, body in enumerate(bodies):
-        assert store.put_message(inner(body=body, queue_id=i % 4)).status is PutMessageStatus.PUT_OK
+    futures = [store.put_message_async(inner(body=body, queue_id=i % 4)) for i, body in enumerate(bodies)]
+    assert all(f.result(30).status is PutMessageStatus.PUT_OK for f in futures)
     got = _all_records(store)
     assert [m.body for m in got] == bodies
     assert len(store.commit_log.queue.files) > 10  # 64 KiB segments: it rolled many times
