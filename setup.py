@@ -9,13 +9,13 @@ pure-Python code (``mq.store.commit_log``, ``mq.store.index_service``, ``mq.stor
 
 from setuptools import Extension, setup
 
-_HASH = ["mq/store/_jhash.h"]
+_HEADERS = ["mq/store/_jhash.h", "mq/store/_bigendian.h"]
 
 setup(ext_modules=[
-    Extension("mq.store._append", ["mq/store/_append.c"], depends=_HASH, optional=True, libraries=["z"],
+    Extension("mq.store._append", ["mq/store/_append.c"], depends=_HEADERS, optional=True, libraries=["z"],
               extra_compile_args=["-O2", "-Wall"]),
-    Extension("mq.store._index", ["mq/store/_index.c"], depends=_HASH, optional=True,
+    Extension("mq.store._index", ["mq/store/_index.c"], depends=_HEADERS, optional=True,
               extra_compile_args=["-O2", "-Wall"]),
-    Extension("mq.store._consume_queue", ["mq/store/_consume_queue.c"], optional=True,
+    Extension("mq.store._consume_queue", ["mq/store/_consume_queue.c"], depends=_HEADERS, optional=True,
               extra_compile_args=["-O2", "-Wall"]),
 ])

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "_bigendian.h"
 #include "_jhash.h"
 
 #define MESSAGE_MAGIC 0xDAA320A7u
@@ -39,16 +40,6 @@ typedef struct {
     PyObject *orig;      /* the table's entry before this record (new reference), NULL when there was none */
     int changed;
 } rec_t;
-
-static inline void put32(unsigned char *p, uint32_t v) {
-    p[0] = (unsigned char)(v >> 24); p[1] = (unsigned char)(v >> 16);
-    p[2] = (unsigned char)(v >> 8); p[3] = (unsigned char)v;
-}
-
-static inline void put64(unsigned char *p, uint64_t v) {
-    put32(p, (uint32_t)(v >> 32));
-    put32(p + 4, (uint32_t)v);
-}
 
 static int as_ll(PyObject *o, long long *out) {
     long long v = PyLong_AsLongLong(o);

@@ -17,6 +17,8 @@
 #include <Python.h>
 #include <stdint.h>
 
+#include "_bigendian.h"
+
 #define UNIT_SIZE 20
 #define TRAN_NOT 0x0
 #define TRAN_COMMIT 0x8
@@ -26,16 +28,6 @@ enum { R_TOPIC, R_QID, R_QOFF, R_PHY, R_SIZE, R_TAGSCODE, R_STORE_TS, R_KEYS, R_
 
 static PyObject *s_max_physic_offset, *s_queue, *s_files, *s_wrote_position, *s_reserved_to, *s_start_offset,
     *s_mm;
-
-static inline void put32(unsigned char *p, uint32_t v) {
-    p[0] = (unsigned char)(v >> 24); p[1] = (unsigned char)(v >> 16);
-    p[2] = (unsigned char)(v >> 8); p[3] = (unsigned char)v;
-}
-
-static inline void put64(unsigned char *p, uint64_t v) {
-    put32(p, (uint32_t)(v >> 32));
-    put32(p + 4, (uint32_t)v);
-}
 
 /* obj.name as a C long long; -1 with an exception set on failure (check PyErr_Occurred) */
 static int attr_ll(PyObject *obj, PyObject *name, long long *out) {

@@ -20,6 +20,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "_bigendian.h"
 #include "_jhash.h"
 
 #define HEADER_SIZE 40
@@ -138,15 +139,6 @@ fail:
 typedef struct {
     int64_t hash, phy, ts;
 } item_t;
-
-static inline uint32_t get32(const unsigned char *p) {
-    return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | (uint32_t)p[3];
-}
-
-static inline void put32(unsigned char *p, uint32_t v) {
-    p[0] = (unsigned char)(v >> 24); p[1] = (unsigned char)(v >> 16);
-    p[2] = (unsigned char)(v >> 8); p[3] = (unsigned char)v;
-}
 
 static PyObject *put_entries(PyObject *self, PyObject *args) {
     PyObject *mm, *items;
