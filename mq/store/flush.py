@@ -5,11 +5,11 @@ FlushDiskWatcher, FlushConsumeQueueService).
   least ``flush_commit_log_least_pages`` pages are dirty (everything every thorough interval).
 - SYNC_FLUSH: ``GroupCommitService``. Appends join the current ``FlushGroup``; the flush thread swaps the
   group out and writes the records staged for it (``CommitLog.commit``: one pwrite) under the put lock, runs
-  one ``os.fdatasync`` for everything written so far (new appends pile
-  up in the next group meanwhile), then dispatches the group's records and completes it: blocking callers
-  wake from one Event, non-blocking callers get their ``concurrent.futures.Future`` resolved. A group
-  older than ``sync_flush_timeout`` is answered FLUSH_DISK_TIMEOUT by the watcher; a failed fdatasync is
-  answered FLUSH_DISK_TIMEOUT and the store stops accepting writes - never PUT_OK; so is a failed commit.
+  one ``os.fdatasync`` for everything written so far (new appends pile up in the next group meanwhile), then
+  dispatches the group's records and completes it: blocking callers wake from one Event, non-blocking callers
+  get their ``concurrent.futures.Future`` resolved. A group older than ``sync_flush_timeout`` is answered
+  FLUSH_DISK_TIMEOUT by the watcher; a failed write or fdatasync is answered FLUSH_DISK_TIMEOUT and the store
+  stops accepting writes - never PUT_OK.
 """
 
 from __future__ import annotations
@@ -263,25 +263,26 @@ class GroupCommitService:
             self._pending = []
             ts = self.commit_log.last_store_timestamp
             self._inflight.append(g)
-            write_error = None
-            if not self.failed:  # the staged records go to the OS (CommitLog.staging); a failed write fails
-                try:             # the flush (and, like a failed fdatasync, every write after it)
+            error: OSError | None = None
+            if not self.failed:  # the staged records go to the OS (CommitLog.staging)
+                try:
                     self.commit_log.commit()
                 except OSError as exc:
-                    write_error = exc
+                    error = exc
         status = PutMessageStatus.PUT_OK
         if self.failed:
             status = PutMessageStatus.FLUSH_DISK_TIMEOUT
         else:
-            try:
-                if write_error is not None:
-                    raise write_error
-                self.commit_log.queue.flush(0, self.fsync)
-                self.flush_count += 1
-            except OSError as exc:
+            if error is None:
+                try:
+                    self.commit_log.queue.flush(0, self.fsync)
+                    self.flush_count += 1
+                except OSError as exc:
+                    error = exc
+            if error is not None:  # a failed write or fdatasync fails the group and every write after it
                 self.failed = True
                 status = PutMessageStatus.FLUSH_DISK_TIMEOUT
-                self.on_error(exc)
+                self.on_error(error)
         if status is PutMessageStatus.PUT_OK:
             try:
                 self.dispatch(reqs)
