@@ -103,7 +103,7 @@ def test_a_failed_commit_is_never_put_ok_and_stops_writes(make_store, tmp_path):
         mf.fd = fd
     assert failed.status is PutMessageStatus.FLUSH_DISK_TIMEOUT
     assert "Bad file descriptor" in failed.remark
-    assert nowait.status in (PutMessageStatus.FLUSH_DISK_TIMEOUT, PutMessageStatus.SERVICE_NOT_AVAILABLE)
+    assert nowait.status is PutMessageStatus.SERVICE_NOT_AVAILABLE  # the failed group stopped writes first
     after = s.put_message(inner(body=b"four"))
     assert after.status is PutMessageStatus.SERVICE_NOT_AVAILABLE and "flush failed" in after.remark
     assert s.commit_log.max_offset == first.wrote_offset + first.wrote_bytes  # nothing past the failure
@@ -116,3 +116,21 @@ def test_a_failed_commit_is_never_put_ok_and_stops_writes(make_store, tmp_path):
         assert again.put_message(inner(body=b"five")).queue_offset == 1
     finally:
         again.shutdown()
+
+
+def test_a_put_answered_at_once_whose_commit_fails_is_not_put_ok(make_store):
+    s = make_store(flush_disk_type="SYNC_FLUSH")
+    first = s.put_message(inner(body=b"one"))
+    mf = s.commit_log.queue.files[-1]
+    fd, mf.fd = mf.fd, os.open(mf.path, os.O_RDONLY)
+    try:
+        nowait = s.put_message(inner(body=b"two", props={"WAIT": "false"}))
+        assert nowait.status is PutMessageStatus.FLUSH_DISK_TIMEOUT
+        assert "cannot write to the commit log segment" in nowait.remark and "Bad file descriptor" in nowait.remark
+        after = s.put_message(inner(body=b"three"))  # the flush thread's own commit failed too: writes stop
+        assert after.status in (PutMessageStatus.FLUSH_DISK_TIMEOUT, PutMessageStatus.SERVICE_NOT_AVAILABLE)
+        assert s.put_message(inner(body=b"four")).status is PutMessageStatus.SERVICE_NOT_AVAILABLE
+    finally:
+        os.close(mf.fd)
+        mf.fd = fd
+    assert s.commit_log.max_offset == first.wrote_offset + first.wrote_bytes
