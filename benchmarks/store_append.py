@@ -205,7 +205,7 @@ if __name__ == "__main__":
     ap.add_argument("--n", type=int, default=200_000)
     ap.add_argument("--dir", default=tempfile.gettempdir())
     ap.add_argument("--no-index", action="store_true")
-    ap.add_argument("--warm-ahead", type=int, default=WARM_AHEAD, help="warmAheadBytes (0: off)")
+    ap.add_argument("--warm-ahead", type=int, default=WARM_AHEAD, help="warmAheadBytes (0: off; -1, the default: the flush mode chooses)")
     ap.add_argument("--cases", default=",".join(CASES), help=f"comma-separated subset of {','.join(CASES)}")
     a = ap.parse_args()
     chosen = tuple(c.strip() for c in a.cases.split(",") if c.strip())

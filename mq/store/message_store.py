@@ -45,7 +45,7 @@ from mq.store.replica import parse_chunk
 from mq.store.runtime_files import AbortFile, StoreLock
 from mq.store.status import (GetMessageResult, GetMessageStatus, PutMessageResult, PutMessageStatus,
                              QueryMessageResult, ReplicaOffsetError, StoreStats)
-from mq.store.warm import WarmAheadService
+from mq.store.warm import WarmAheadService, default_ahead as warm_default_ahead
 
 log = logging.getLogger(__name__)
 
@@ -105,6 +105,8 @@ class MessageStore:
             least_pages=config.flush_consume_queue_least_pages,
             thorough_ms=config.flush_consume_queue_thorough_interval, after=self._after_cq_flush)
         ahead = config.mapped_file_size_commit_log if config.warm_maped_file_enable else config.warm_ahead_bytes
+        if ahead < 0:  # the flush mode chooses (StoreConfig.warm_ahead_bytes)
+            ahead = warm_default_ahead(self.sync_flush)
         self.warm = WarmAheadService(self.commit_log.queue, self.put_lock, ahead=ahead,
                                      append_end=self.commit_log.append_end) if ahead > 0 else None
         self.cleaner = Cleaner(config, self.commit_log, self.cq_table, cq_lock=self.dispatcher.lock,

@@ -2,10 +2,12 @@
 
 A segment's disk blocks are reserved ahead of the writer (``MappedFile.reserve_to``), but its pages are not
 in the page cache, so the first write to each page through the mapping takes a page fault that allocates and
-zeroes a page-cache page: 0.4-1.7 µs of the putting thread's system time per 1 KiB message on this machine
-(``benchmarks/store_append.py`` prints it). ``WarmAheadService`` moves that work to its own thread, ``ahead``
-bytes in front of the writer, one chunk at a time, with the GIL released. RocketMQ's ``warmMapedFileEnable``
-does the same job once per segment; here it runs continuously.
+zeroes a page-cache page: 0.1-2.7 µs of the putting thread's system time per 1 KiB message on this machine,
+the high end when the VM makes fresh pages expensive (``benchmarks/store_append.py`` prints it).
+``WarmAheadService`` moves that work to its own thread, ``ahead`` bytes in front of the writer, one chunk at a
+time, with the GIL released. RocketMQ's ``warmMapedFileEnable`` does the same job once per segment; here it
+runs continuously. By default (``default_ahead``) it runs under ASYNC_FLUSH where the kernel can populate, and
+not under SYNC_FLUSH, where the group commit needs the second core.
 
 Two ways, chosen at start:
 
@@ -34,6 +36,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import errno
+import functools
 import logging
 import mmap
 import os
@@ -95,6 +98,19 @@ def make_populate() -> Populate | None:
     finally:
         probe.close()
     return populate
+
+
+@functools.cache
+def can_populate() -> bool:
+    """Whether this kernel and platform have MADV_POPULATE_READ (probed once)."""
+    return make_populate() is not None
+
+
+def default_ahead(sync_flush: bool) -> int:
+    """What ``warmAheadBytes = -1`` means: ``DEFAULT_AHEAD`` under ASYNC_FLUSH where pages can be populated,
+    else off. Under SYNC_FLUSH the thread would compete with the group commit for a core, and zero-fill (the
+    fallback) dirties pages that are then written back twice."""
+    return DEFAULT_AHEAD if not sync_flush and can_populate() else 0
 
 
 class WarmAheadService:

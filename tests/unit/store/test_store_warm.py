@@ -127,6 +127,22 @@ def test_warm_ahead_off_and_whole_segment(make_store, tmp_path):
 needs_populate = pytest.mark.skipif(W.make_populate() is None, reason="no MADV_POPULATE_READ (Linux < 5.14)")
 
 
+def test_default_warms_under_async_flush_only(make_store, tmp_path):
+    """warmAheadBytes = -1 (the default): 16 MiB ahead under ASYNC_FLUSH where the kernel can populate, never
+    the zero-fill fallback, and off under SYNC_FLUSH; an explicit size applies in either mode."""
+    async_store = make_store(root=tmp_path / "a", flush_disk_type="ASYNC_FLUSH")
+    sync_store = make_store(root=tmp_path / "s", flush_disk_type="SYNC_FLUSH")
+    assert sync_store.warm is None
+    if W.can_populate():
+        assert async_store.warm is not None and async_store.warm.ahead == W.DEFAULT_AHEAD
+        assert async_store.warm.mode == "populate"
+    else:
+        assert async_store.warm is None
+    assert W.default_ahead(sync_flush=True) == 0
+    explicit = make_store(root=tmp_path / "e", flush_disk_type="SYNC_FLUSH", warm_ahead_bytes=1 << 20)
+    assert explicit.warm is not None and explicit.warm.ahead == 1 << 20
+
+
 @needs_populate
 def test_populate_brings_pages_in_without_changing_a_byte_or_blocking_the_writer(make_store):
     """The populate way runs right in front of the writer, across many segment rolls, and never sets the
