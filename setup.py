@@ -9,7 +9,7 @@ pure-Python code (``mq.store.commit_log``, ``mq.store.index_service``, ``mq.stor
 
 from setuptools import Extension, setup
 
-_HEADERS = ["mq/store/_jhash.h", "mq/store/_bigendian.h"]
+_HEADERS = ["mq/store/_jhash.h", "mq/store/_bigendian.h", "mq/store/_fastargs.h"]
 
 setup(ext_modules=[
     Extension("mq.store._append", ["mq/store/_append.c"], depends=_HEADERS, optional=True, libraries=["z"],

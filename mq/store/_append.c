@@ -18,6 +18,7 @@
 #include <zlib.h>
 
 #include "_bigendian.h"
+#include "_fastargs.h"
 #include "_jhash.h"
 
 #define MESSAGE_MAGIC 0xDAA320A7u
@@ -41,16 +42,8 @@ typedef struct {
     int changed;
 } rec_t;
 
-static int as_ll(PyObject *o, long long *out) {
-    long long v = PyLong_AsLongLong(o);
-    if (v == -1 && PyErr_Occurred())
-        return -1;
-    *out = v;
-    return 0;
-}
-
 static int as_i32(PyObject *o, long long *out, const char *what) {
-    if (as_ll(o, out) < 0)
+    if (fa_ll(o, out) < 0)
         return -1;
     if (*out < INT32_MIN || *out > INT32_MAX) {
         PyErr_Format(PyExc_OverflowError, "%s %lld does not fit a 32-bit field", what, *out);
@@ -118,13 +111,13 @@ static int read_rec(PyObject *m, rec_t *r) {
     if (as_i32(PyTuple_GET_ITEM(m, P_QID), &r->qid, "queue id") < 0
         || as_i32(PyTuple_GET_ITEM(m, P_FLAG), &r->flag, "flag") < 0
         || as_i32(PyTuple_GET_ITEM(m, P_SYSFLAG), &r->sys_flag, "sys flag") < 0
-        || as_ll(PyTuple_GET_ITEM(m, P_BORNTS), &r->born_ts) < 0
+        || fa_ll(PyTuple_GET_ITEM(m, P_BORNTS), &r->born_ts) < 0
         || as_i32(PyTuple_GET_ITEM(m, P_RECONSUME), &r->reconsume, "reconsume times") < 0
-        || as_ll(PyTuple_GET_ITEM(m, P_PREPTX), &r->prep_tx) < 0
+        || fa_ll(PyTuple_GET_ITEM(m, P_PREPTX), &r->prep_tx) < 0
         || as_i32(PyTuple_GET_ITEM(m, P_TOTAL), &r->total, "total size") < 0
-        || as_ll(PyTuple_GET_ITEM(m, P_CRC), &r->crc) < 0
-        || as_ll(PyTuple_GET_ITEM(m, P_TRAN), &r->tran) < 0
-        || as_ll(PyTuple_GET_ITEM(m, P_DELAY), &r->delay) < 0)
+        || fa_ll(PyTuple_GET_ITEM(m, P_CRC), &r->crc) < 0
+        || fa_ll(PyTuple_GET_ITEM(m, P_TRAN), &r->tran) < 0
+        || fa_ll(PyTuple_GET_ITEM(m, P_DELAY), &r->delay) < 0)
         return -1;
     if (r->total != HEADER_V4 + r->body_len + r->tail_len) {
         PyErr_Format(PyExc_ValueError, "a prepared record's total size %lld does not match its parts (%zd)",
@@ -138,14 +131,18 @@ static int read_rec(PyObject *m, rec_t *r) {
     return 1;
 }
 
-static PyObject *append_v4(PyObject *self, PyObject *args) {
+static PyObject *append_v4(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     PyObject *mm, *batch, *table, *req_type;
     Py_ssize_t pos;
     long long base, store_ts;
     Py_buffer host, view;
     (void)self;
-    if (!PyArg_ParseTuple(args, "OnLO!Ly*O!O!", &mm, &pos, &base, &PyList_Type, &batch, &store_ts, &host,
-                          &PyDict_Type, &table, &PyType_Type, &req_type))
+    if (fa_nargs("append_v4", nargs, 8) < 0 || fa_ssize(args[1], &pos) < 0 || fa_ll(args[2], &base) < 0
+        || fa_type("append_v4", 4, args[3], &PyList_Type) < 0 || fa_ll(args[4], &store_ts) < 0
+        || fa_type("append_v4", 7, args[6], &PyDict_Type) < 0 || fa_type("append_v4", 8, args[7], &PyType_Type) < 0)
+        return NULL;
+    mm = args[0]; batch = args[3]; table = args[6]; req_type = args[7];
+    if (PyObject_GetBuffer(args[5], &host, PyBUF_SIMPLE) < 0)
         return NULL;
     if (host.len != 8) {
         PyBuffer_Release(&host);
@@ -190,7 +187,7 @@ static PyObject *append_v4(PyObject *self, PyObject *args) {
         PyObject *cur = PyDict_GetItemWithError(table, r->key);
         if (cur == NULL && PyErr_Occurred())
             goto undo;
-        if (cur != NULL && as_ll(cur, &r->qoff) < 0)
+        if (cur != NULL && fa_ll(cur, &r->qoff) < 0)
             goto undo;
         Py_XINCREF(cur);
         r->orig = cur;
@@ -311,13 +308,15 @@ static PyObject *prop(PyObject *props, PyObject *key) {
     return v;
 }
 
-static PyObject *prepare_v4(PyObject *self, PyObject *args) {
+static PyObject *prepare_v4(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     PyObject *msg, *cache, *ptype;
     Py_ssize_t max_body, max_total;
     (void)self;
-    if (!PyArg_ParseTuple(args, "OO!nnO!", &msg, &PyDict_Type, &cache, &max_body, &max_total, &PyType_Type,
-                          &ptype))
+    if (fa_nargs("prepare_v4", nargs, 5) < 0 || fa_type("prepare_v4", 2, args[1], &PyDict_Type) < 0
+        || fa_ssize(args[2], &max_body) < 0 || fa_ssize(args[3], &max_total) < 0
+        || fa_type("prepare_v4", 5, args[4], &PyType_Type) < 0)
         return NULL;
+    msg = args[0]; cache = args[1]; ptype = args[4];
     PyObject *topic = NULL, *body = NULL, *props = NULL, *sysf = NULL, *qid = NULL, *props_s = NULL,
              *born = NULL, *tc = NULL, *flag = NULL, *born_ts = NULL, *recons = NULL, *prep_tx = NULL,
              *tail = NULL, *result = NULL;
@@ -404,12 +403,12 @@ done:
 }
 
 static PyMethodDef methods[] = {
-    {"append_v4", append_v4, METH_VARARGS,
+    {"append_v4", (PyCFunction)(void (*)(void))append_v4, METH_FASTCALL,
      "append_v4(mm, pos, base, batch, store_ts, store_host, table, request_type) -> list | None\n\n"
      "Write prepared records with IPv4 hosts at mm[pos:],\n"
      "assigning queue offsets from table; the dispatch requests, or None (nothing written) when a record\n"
      "needs the Python writer."},
-    {"prepare_v4", prepare_v4, METH_VARARGS,
+    {"prepare_v4", (PyCFunction)(void (*)(void))prepare_v4, METH_FASTCALL,
      "prepare_v4(msg, topic_prefixes, max_body, max_total, prepared_type) -> Prepared | None\n\n"
      "CommitLog.prepare for the common message (a known topic, an 8-byte born host, its properties string\n"
      "given, no delay level); None when the Python path must decide."},

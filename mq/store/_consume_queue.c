@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "_bigendian.h"
+#include "_fastargs.h"
 
 #define UNIT_SIZE 20
 #define TRAN_NOT 0x0
@@ -130,11 +131,12 @@ static int field_ll(PyObject *r, int i, long long *out) {
     return (*out == -1 && PyErr_Occurred()) ? -1 : 0;
 }
 
-static PyObject *put_units(PyObject *self, PyObject *args) {
+static PyObject *put_units(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     PyObject *requests, *queues, *slow, *notify, *notify_failed;
-    if (!PyArg_ParseTuple(args, "O!O!OOO:put_units", &PyList_Type, &requests, &PyDict_Type, &queues, &slow,
-                          &notify, &notify_failed))
+    if (fa_nargs("put_units", nargs, 5) < 0 || fa_type("put_units", 1, args[0], &PyList_Type) < 0
+        || fa_type("put_units", 2, args[1], &PyDict_Type) < 0)
         return NULL;
+    requests = args[0]; queues = args[1]; slow = args[2]; notify = args[3]; notify_failed = args[4];
     Py_ssize_t i;
     for (i = 0; i < PyList_GET_SIZE(requests); i++) {
         PyObject *r = PyList_GET_ITEM(requests, i);
@@ -203,7 +205,7 @@ static PyObject *put_units(PyObject *self, PyObject *args) {
 }
 
 static PyMethodDef methods[] = {
-    {"put_units", put_units, METH_VARARGS,
+    {"put_units", (PyCFunction)(void (*)(void))put_units, METH_FASTCALL,
      "put_units(requests, queues, slow, notify, notify_failed) -> int\n\n"
      "Write the consume-queue units of dispatched records; records off the usual path go to slow(request), "
      "which returns False to stop. Returns how many requests were done."},
