@@ -28,7 +28,7 @@ import tempfile
 import threading
 import time
 
-from machine import CpuWindow
+from machine import CpuWindow, python_speed
 from store_common import make_messages, print_disk
 
 from mq.config import StoreConfig
@@ -205,14 +205,15 @@ if __name__ == "__main__":
     ap.add_argument("--n", type=int, default=200_000)
     ap.add_argument("--dir", default=tempfile.gettempdir())
     ap.add_argument("--no-index", action="store_true")
-    ap.add_argument("--warm-ahead", type=int, default=WARM_AHEAD, help="warmAheadBytes (0: off; -1, the default: the flush mode chooses)")
+    ap.add_argument("--warm-ahead", type=int, default=WARM_AHEAD,
+                    help="warmAheadBytes (0: off; -1, the default: the flush mode chooses)")
     ap.add_argument("--cases", default=",".join(CASES), help=f"comma-separated subset of {','.join(CASES)}")
     a = ap.parse_args()
     chosen = tuple(c.strip() for c in a.cases.split(",") if c.strip())
     if not chosen or set(chosen) - set(CASES):
         ap.error(f"--cases takes a comma-separated subset of {','.join(CASES)}")
     WARM_AHEAD = a.warm_ahead
-    print(f"warm-ahead: {WARM_AHEAD} bytes")
+    print(f"warm-ahead: {WARM_AHEAD} bytes; reference Python call {python_speed():.0f} ns (the CPU's speed now)")
     with CpuWindow() as window:
         run(a.n, a.dir, not a.no_index, chosen)
     print(window.summary())
