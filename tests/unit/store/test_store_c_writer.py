@@ -192,41 +192,46 @@ def test_append_checks_before_writing(tmp_path):
 
 
 @needs_c
-@pytest.mark.parametrize("args, error, match", [
-    ((), TypeError, r"takes exactly 8 arguments \(0 given\)"),
-    (("pos",), TypeError, "cannot be interpreted as an integer"),
-    (("batch",), TypeError, "argument 4 must be list, not tuple"),
-    (("host",), TypeError, "bytes-like object is required"),
-    (("table",), TypeError, "argument 7 must be dict, not list"),
-    (("type",), TypeError, "argument 8 must be type, not str"),
-    (("base",), OverflowError, "too big to convert"),
+@pytest.mark.parametrize("at, value, error, match", [
+    (None, None, TypeError, r"takes exactly 8 arguments \(0 given\)"),
+    (1, "0", TypeError, "cannot be interpreted as an integer"),
+    (2, 2**64, OverflowError, "too big to convert"),
+    (3, (), TypeError, "argument 4 must be list, not tuple"),
+    (5, "host", TypeError, "bytes-like object is required"),
+    (6, [], TypeError, "argument 7 must be dict, not list"),
+    (7, "DispatchRequest", TypeError, "argument 8 must be type, not str"),
 ])
-def test_append_argument_errors_change_nothing(tmp_path, args, error, match):
+def test_append_argument_errors_change_nothing(tmp_path, at, value, error, match):
     """The writer's argument checks (METH_FASTCALL, by hand) raise what PyArg_ParseTuple would, before any
-    byte or queue offset changes."""
+    byte or queue offset changes. ``at``: the argument replaced by ``value`` (None: no arguments at all)."""
     c, _ = _logs(tmp_path, "args")
     good = c.prepare(MessageExtBrokerInner(topic="T", body=b"abc", born_host=pack_host("10.0.0.1", 5)))
     mm = c.queue.get_last_file(0).mm
     table = {("T", 0): 5}
     call = [mm, 0, 0, [good], 7, c.store_host, table, DispatchRequest]
-    bad = {"pos": (1, "0"), "batch": (3, (good,)), "host": (5, "host"), "table": (6, []),
-           "type": (7, "DispatchRequest"), "base": (2, 2**64)}
-    if args:
-        i, value = bad[args[0]]
-        call[i] = value
-    else:
+    if at is None:
         call = []
+    else:
+        call[at] = value
     with pytest.raises(error, match=match):
         c._c_append(*call)
     assert table == {("T", 0): 5} and bytes(mm[:64]) == bytes(64)
-    with pytest.raises(TypeError, match=r"takes exactly 5 arguments \(1 given\)"):
-        c._c_prepare(good)
-    with pytest.raises(TypeError, match="argument 2 must be dict"):
-        c._c_prepare(MessageExtBrokerInner(topic="T"), [], 1, 2, Prepared)
-    with pytest.raises(OverflowError):
-        c._c_prepare(MessageExtBrokerInner(topic="T"), {}, 2**70, 2, Prepared)
     c.close()
 
+
+@needs_c
+def test_prepare_argument_errors(tmp_path):
+    c, _ = _logs(tmp_path, "prep")
+    msg = MessageExtBrokerInner(topic="T", body=b"abc", born_host=pack_host("10.0.0.1", 5))
+    with pytest.raises(TypeError, match=r"takes exactly 5 arguments \(1 given\)"):
+        c._c_prepare(msg)
+    with pytest.raises(TypeError, match="argument 2 must be dict"):
+        c._c_prepare(msg, [], 1, 2, Prepared)
+    with pytest.raises(OverflowError):
+        c._c_prepare(msg, {}, 2**70, 2, Prepared)
+    with pytest.raises(TypeError, match="argument 5 must be type"):
+        c._c_prepare(msg, {}, 1, 2, "Prepared")
+    c.close()
 
 
 @needs_c
