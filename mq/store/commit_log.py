@@ -19,7 +19,6 @@ from __future__ import annotations
 import logging
 import os
 import struct
-import zlib
 from pathlib import Path
 from typing import NamedTuple
 
@@ -28,7 +27,8 @@ from mq.common import sysflag as SF
 from mq.common.hosts import pack_host
 from mq.common.message import MessageExtBrokerInner
 from mq.common.properties import decode_properties, encode_properties
-from mq.common.record import (BLANK, BLANK_MAGIC_CODE, MESSAGE_MAGIC_CODE, RECORD_HEADER_V4, RECORD_PREFIX)
+from mq.common.record import (BLANK, BLANK_MAGIC_CODE, MESSAGE_MAGIC_CODE, RECORD_HEADER_V4, RECORD_PREFIX, body_crc,
+                              crc32)
 from mq.common.tags import tags_code as compute_tags_code
 from mq.common.topic import SCHEDULE_TOPIC
 from mq.store import native
@@ -144,7 +144,7 @@ class CommitLog:
     def prepare(self, msg: MessageExtBrokerInner) -> Prepared | PutMessageStatus:
         """Validate and encode what does not depend on the log position (RocketMQ checkMessage + encode)."""
         if self._c_prepare is not None:
-            p = self._c_prepare(msg, self._topic_prefix, self.max_message_size, self._max_total, Prepared)
+            p = self._c_prepare(msg, self._topic_prefix, self.max_message_size, self._max_total, Prepared, crc32)
             if p is not None:  # None: a case the C encoder leaves to this code (a new topic, a delay level...)
                 return p
         topic = msg.topic
@@ -215,7 +215,7 @@ class CommitLog:
             keys = uniq = None
             wait = True
         return _new(Prepared, (
-            topic, queue_id, body, prefix + _I16.pack(len(props_b)) + props_b, zlib.crc32(body) & 0x7FFFFFFF,
+            topic, queue_id, body, prefix + _I16.pack(len(props_b)) + props_b, body_crc(body),
             msg.flag, sys_flag, msg.born_timestamp, born_b, msg.reconsume_times,
             msg.prepared_transaction_offset, total, tran, tc, delay_ms, keys, uniq, wait,
         ))
@@ -518,7 +518,7 @@ def check_record(buf: memoryview, pos: int, *, check_crc: bool, delay_levels_ms:
         p += 16
         if body_len < 0 or p + body_len > pos + total:
             return -1, None
-        if check_crc and body_len and (zlib.crc32(buf[p:p + body_len]) & 0x7FFFFFFF) != crc:
+        if check_crc and body_len and body_crc(buf[p:p + body_len]) != crc:
             return -1, None
         if check_crc and not body_len and crc != 0:
             return -1, None

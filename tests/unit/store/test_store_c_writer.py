@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gc
 import os
+import zlib
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -15,7 +16,7 @@ from mq.common import sysflag as SF
 from mq.common.hosts import pack_host
 from mq.common.message import MessageExtBrokerInner
 from mq.common.properties import encode_properties
-from mq.common.record import decode_records
+from mq.common.record import crc32, decode_records
 from mq.store import native
 from mq.store.commit_log import C_WRITER, CommitLog, DispatchRequest, Prepared
 from mq.store.status import PutMessageStatus
@@ -124,9 +125,9 @@ def test_common_message_is_encoded_in_c(tmp_path):
                               properties_string=encode_properties({P.TAGS: "TagA", P.KEYS: "k1 k2"}),
                               born_host=pack_host("10.0.0.1", 5), born_timestamp=1)
     assert c._c_prepare is not None
-    assert c._c_prepare(m, c._topic_prefix, 256, 256 + 65536, Prepared) is None  # a topic not seen yet
+    assert c._c_prepare(m, c._topic_prefix, 256, 256 + 65536, Prepared, crc32) is None  # a topic not seen yet
     first = c.prepare(m)  # the Python path checks the name and caches its prefix
-    fast = c._c_prepare(m, c._topic_prefix, 256, 256 + 65536, Prepared)
+    fast = c._c_prepare(m, c._topic_prefix, 256, 256 + 65536, Prepared, crc32)
     assert fast == first and fast.__class__ is Prepared
     assert fast.tags_code == 2598919 and fast.keys == "k1 k2" and fast.wait is True
     c.close()
@@ -149,7 +150,7 @@ def test_cases_left_to_python(tmp_path, change):
     if "properties" in change and "properties_string" not in change:
         kw["properties_string"] = encode_properties(kw["properties"])
     m = MessageExtBrokerInner(**kw)
-    assert c._c_prepare(m, c._topic_prefix, 256, 256 + 65536, Prepared) is None
+    assert c._c_prepare(m, c._topic_prefix, 256, 256 + 65536, Prepared, crc32) is None
     assert c.prepare(m) == py.prepare(m)
     c.close()
     py.close()
@@ -223,14 +224,39 @@ def test_append_argument_errors_change_nothing(tmp_path, at, value, error, match
 def test_prepare_argument_errors(tmp_path):
     c, _ = _logs(tmp_path, "prep")
     msg = MessageExtBrokerInner(topic="T", body=b"abc", born_host=pack_host("10.0.0.1", 5))
-    with pytest.raises(TypeError, match=r"takes exactly 5 arguments \(1 given\)"):
+    with pytest.raises(TypeError, match=r"takes exactly 6 arguments \(1 given\)"):
         c._c_prepare(msg)
     with pytest.raises(TypeError, match="argument 2 must be dict"):
-        c._c_prepare(msg, [], 1, 2, Prepared)
+        c._c_prepare(msg, [], 1, 2, Prepared, None)
     with pytest.raises(OverflowError):
-        c._c_prepare(msg, {}, 2**70, 2, Prepared)
+        c._c_prepare(msg, {}, 2**70, 2, Prepared, None)
     with pytest.raises(TypeError, match="argument 5 must be type"):
-        c._c_prepare(msg, {}, 1, 2, "Prepared")
+        c._c_prepare(msg, {}, 1, 2, "Prepared", None)
+    with pytest.raises(TypeError, match="argument 6 must be callable or None, not int"):
+        c._c_prepare(msg, {}, 1, 2, Prepared, 7)
+    c.close()
+
+
+@needs_c
+@pytest.mark.parametrize("body", [b"", b"abc", bytes(range(256)) * 8, b"\xff" * 4093])
+def test_prepare_body_crc_is_rocketmqs_whichever_crc32_computes_it(tmp_path, body):
+    """The C encoder takes the body CRC from the crc32 it is given (zlib-ng's where installed) or from zlib
+    (None): the same value, with the top bit cleared, and a failing crc32 fails the prepare."""
+    c, _ = _logs(tmp_path, "crc", max_message_size=8192)
+    msg = MessageExtBrokerInner(topic="T", body=body, properties_string="", born_host=pack_host("10.0.0.1", 5))
+    assert c.prepare(msg).__class__ is Prepared  # caches the topic's prefix for the C path
+    args = (msg, c._topic_prefix, c.max_message_size, c._max_total, Prepared)
+    want = zlib.crc32(body) & 0x7FFFFFFF
+    assert c._c_prepare(*args, None).crc == want
+    assert c._c_prepare(*args, crc32).crc == want
+    assert c._c_prepare(*args, lambda b: 0xFFFFFFFF).crc == 0x7FFFFFFF
+    assert c._c_prepare(*args, lambda b: -1).crc == 0x7FFFFFFF  # masked like Java's int
+
+    def broken(b):
+        raise RuntimeError("no crc today")
+
+    with pytest.raises(RuntimeError, match="no crc today"):
+        c._c_prepare(*args, broken)
     c.close()
 
 
