@@ -10,6 +10,10 @@
  * the caller then writes the batch itself. Every field is read and checked before the first byte is written,
  * so a TypeError or OverflowError also leaves the buffer and the table as they were. ``mm`` is a segment's mapping
  * (ASYNC_FLUSH) or the commit log's staging buffer (SYNC_FLUSH, ``CommitLog.staging``).
+ *
+ * prepare_v4 is CommitLog.prepare for the common message, and put_one_v4 both steps for one message at a
+ * segment's write position (``CommitLog.put_one``, the ASYNC_FLUSH put path), each returning None when the
+ * Python path must decide.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -325,20 +329,9 @@ static PyObject *body_crc(PyObject *crc_fn, PyObject *body) {
     return PyLong_FromUnsignedLong(crc & 0x7FFFFFFFul);
 }
 
-static PyObject *prepare_v4(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    PyObject *msg, *cache, *ptype, *crc_fn;
-    Py_ssize_t max_body, max_total;
-    (void)self;
-    if (fa_nargs("prepare_v4", nargs, 6) < 0 || fa_type("prepare_v4", 2, args[1], &PyDict_Type) < 0
-        || fa_ssize(args[2], &max_body) < 0 || fa_ssize(args[3], &max_total) < 0
-        || fa_type("prepare_v4", 5, args[4], &PyType_Type) < 0)
-        return NULL;
-    msg = args[0]; cache = args[1]; ptype = args[4]; crc_fn = args[5];
-    if (crc_fn != Py_None && !PyCallable_Check(crc_fn)) {
-        PyErr_Format(PyExc_TypeError, "prepare_v4() argument 6 must be callable or None, not %.50s",
-                     Py_TYPE(crc_fn)->tp_name);
-        return NULL;
-    }
+/* prepare_v4's work, its arguments checked: a new Prepared, a new reference to None, or NULL (error set) */
+static PyObject *prepare_impl(PyObject *msg, PyObject *cache, Py_ssize_t max_body, Py_ssize_t max_total,
+                              PyObject *ptype, PyObject *crc_fn) {
     PyObject *topic = NULL, *body = NULL, *props = NULL, *sysf = NULL, *qid = NULL, *props_s = NULL,
              *born = NULL, *tc = NULL, *flag = NULL, *born_ts = NULL, *recons = NULL, *prep_tx = NULL,
              *tail = NULL, *result = NULL;
@@ -426,6 +419,104 @@ done:
     return result;
 }
 
+static int check_crc_fn(const char *fn, int pos, PyObject *crc_fn) {
+    if (crc_fn == Py_None || PyCallable_Check(crc_fn))
+        return 0;
+    PyErr_Format(PyExc_TypeError, "%s() argument %d must be callable or None, not %.50s", fn, pos,
+                 Py_TYPE(crc_fn)->tp_name);
+    return -1;
+}
+
+static PyObject *prepare_v4(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    Py_ssize_t max_body, max_total;
+    (void)self;
+    if (fa_nargs("prepare_v4", nargs, 6) < 0 || fa_type("prepare_v4", 2, args[1], &PyDict_Type) < 0
+        || fa_ssize(args[2], &max_body) < 0 || fa_ssize(args[3], &max_total) < 0
+        || fa_type("prepare_v4", 5, args[4], &PyType_Type) < 0 || check_crc_fn("prepare_v4", 6, args[5]) < 0)
+        return NULL;
+    return prepare_impl(args[0], args[1], max_body, max_total, args[4], args[5]);
+}
+
+static PyObject *s_wrote_position, *s_file_size, *s_reserved_to, *s_zeroing_from, *s_start_offset, *s_mm;
+
+/* obj.name (a new reference) and its value as a C long long; NULL with an exception set on failure */
+static PyObject *attr_ll(PyObject *obj, PyObject *name, long long *out) {
+    PyObject *v = PyObject_GetAttr(obj, name);
+    if (v != NULL && fa_ll(v, out) < 0)
+        Py_CLEAR(v);
+    return v;
+}
+
+enum { C_CACHE, C_MAX_BODY, C_MAX_TOTAL, C_PREPARED, C_CRC, C_HOST, C_REQUEST, C_FIELDS };
+
+/* put_one_v4(msg, mf, store_ts, table, config): prepare_v4 and append_v4 of one message into the segment ``mf``
+ * (a MappedFile) at its write position, when that is the usual case: the C encoder takes the message and its
+ * record fits below the segment's reserved blocks and the warm-ahead thread's zeroing, leaving room for the
+ * BLANK end. Then ``mf.wrote_position`` moves past the record and the one-request list comes back; otherwise
+ * None, with nothing written or changed. ``config`` is (topic_prefixes, max_body, max_total, prepared_type, crc32,
+ * store_host, request_type). */
+static PyObject *put_one_v4(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    Py_ssize_t max_body, max_total;
+    (void)self;
+    if (fa_nargs("put_one_v4", nargs, 5) < 0 || fa_type("put_one_v4", 4, args[3], &PyDict_Type) < 0
+        || fa_type("put_one_v4", 5, args[4], &PyTuple_Type) < 0)
+        return NULL;
+    PyObject *msg = args[0], *mf = args[1], *config = args[4];
+    if (PyTuple_GET_SIZE(config) != C_FIELDS) {
+        PyErr_Format(PyExc_TypeError, "put_one_v4() config must have %d items, not %zd", C_FIELDS,
+                     PyTuple_GET_SIZE(config));
+        return NULL;
+    }
+    PyObject *cache = PyTuple_GET_ITEM(config, C_CACHE), *ptype = PyTuple_GET_ITEM(config, C_PREPARED),
+             *crc_fn = PyTuple_GET_ITEM(config, C_CRC);
+    if (fa_type("put_one_v4", 1, cache, &PyDict_Type) < 0
+        || fa_ssize(PyTuple_GET_ITEM(config, C_MAX_BODY), &max_body) < 0
+        || fa_ssize(PyTuple_GET_ITEM(config, C_MAX_TOTAL), &max_total) < 0
+        || fa_type("put_one_v4", 4, ptype, &PyType_Type) < 0 || check_crc_fn("put_one_v4", 5, crc_fn) < 0)
+        return NULL;
+    long long store_ts;
+    if (fa_ll(args[2], &store_ts) < 0)
+        return NULL;
+    PyObject *prepared = prepare_impl(msg, cache, max_body, max_total, ptype, crc_fn);
+    if (prepared == NULL || prepared == Py_None)
+        return prepared;
+    PyObject *pos_o = NULL, *start_o = NULL, *size_o = NULL, *res_o = NULL, *zero_o = NULL, *mm = NULL,
+             *batch = NULL, *result = NULL;
+    long long total, pos, start, size, reserved, zeroing;
+    if (fa_ll(PyTuple_GET_ITEM(prepared, P_TOTAL), &total) < 0
+        || (pos_o = attr_ll(mf, s_wrote_position, &pos)) == NULL
+        || (size_o = attr_ll(mf, s_file_size, &size)) == NULL
+        || (res_o = attr_ll(mf, s_reserved_to, &reserved)) == NULL
+        || (zero_o = attr_ll(mf, s_zeroing_from, &zeroing)) == NULL
+        || (start_o = attr_ll(mf, s_start_offset, &start)) == NULL
+        || (mm = PyObject_GetAttr(mf, s_mm)) == NULL)
+        goto done;
+    long long end = pos + total;
+    if (pos < 0 || end + 8 > size || end > reserved || end > zeroing) {
+        result = Py_None;  /* a roll, more blocks to reserve or a chunk being zeroed: the general path */
+        Py_INCREF(result);
+        goto done;
+    }
+    if ((batch = PyList_New(1)) == NULL)
+        goto done;
+    PyList_SET_ITEM(batch, 0, prepared);
+    prepared = NULL;  /* stolen */
+    PyObject *app_args[8] = {mm, pos_o, start_o, batch, args[2], PyTuple_GET_ITEM(config, C_HOST), args[3],
+                             PyTuple_GET_ITEM(config, C_REQUEST)};
+    result = append_v4(NULL, app_args, 8);
+    if (result != NULL && result != Py_None) {
+        PyObject *end_o = PyLong_FromLongLong(end);
+        /* the record is written: a failure to move the write position would leave it invisible */
+        if (end_o == NULL || PyObject_SetAttr(mf, s_wrote_position, end_o) < 0)
+            Py_CLEAR(result);
+        Py_XDECREF(end_o);
+    }
+done:
+    Py_XDECREF(prepared); Py_XDECREF(pos_o); Py_XDECREF(size_o); Py_XDECREF(res_o); Py_XDECREF(zero_o);
+    Py_XDECREF(start_o); Py_XDECREF(mm); Py_XDECREF(batch);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"append_v4", (PyCFunction)(void (*)(void))append_v4, METH_FASTCALL,
      "append_v4(mm, pos, base, batch, store_ts, store_host, table, request_type) -> list | None\n\n"
@@ -437,6 +528,11 @@ static PyMethodDef methods[] = {
      "CommitLog.prepare for the common message (a known topic, an 8-byte born host, its properties string\n"
      "given, no delay level); None when the Python path must decide. crc32 computes the body CRC (None:\n"
      "zlib's)."},
+    {"put_one_v4", (PyCFunction)(void (*)(void))put_one_v4, METH_FASTCALL,
+     "put_one_v4(msg, mf, store_ts, table, config) -> list | None\n\n"
+     "prepare_v4 and append_v4 of one message at segment mf's write position, which it advances; None, with\n"
+     "nothing written, when the message or the room left is not the usual case. config is (topic_prefixes,\n"
+     "max_body, max_total, prepared_type, crc32, store_host, request_type)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -452,5 +548,7 @@ PyMODINIT_FUNC PyInit__append(void) {
     INTERN(s_prepared_transaction_offset, "prepared_transaction_offset");
     INTERN(k_delay, "DELAY"); INTERN(k_tags, "TAGS"); INTERN(k_keys, "KEYS"); INTERN(k_uniq, "UNIQ_KEY");
     INTERN(k_wait, "WAIT");
+    INTERN(s_wrote_position, "wrote_position"); INTERN(s_file_size, "file_size"); INTERN(s_reserved_to, "reserved_to");
+    INTERN(s_zeroing_from, "zeroing_from"); INTERN(s_start_offset, "start_offset"); INTERN(s_mm, "mm");
     return PyModule_Create(&module);
 }

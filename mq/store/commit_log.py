@@ -38,7 +38,8 @@ from mq.store.warm import WarmAheadService
 
 log = logging.getLogger(__name__)
 
-_append_v4, _prepare_v4 = native.load("mq.store._append", "append_v4", "prepare_v4")  # the C writer, or Nones
+_append_v4, _prepare_v4, _put_one_v4 = native.load("mq.store._append", "append_v4", "prepare_v4",
+                                                   "put_one_v4")  # the C writer, or Nones
 #: whether records are encoded and written by the C writer (the benchmarks say which one ran)
 C_WRITER = _append_v4 is not None
 
@@ -130,6 +131,10 @@ class CommitLog:
         self.warm: WarmAheadService | None = None
         #: why the last CREATE_MAPPED_FILE_FAILED happened
         self.create_error = ""
+        #: ``put_one``'s C call (prepare and append fused) and its fixed arguments; None with the C encoder off
+        self._c_put = _put_one_v4 if self._c_prepare is not None else None
+        self._c_put_config = (self._topic_prefix, max_message_size, self._max_total, Prepared, crc32, self.store_host,
+                              DispatchRequest)
 
     # -- geometry ----------------------------------------------------------------------------------------
     @property
@@ -219,6 +224,22 @@ class CommitLog:
             msg.flag, sys_flag, msg.born_timestamp, born_b, msg.reconsume_times,
             msg.prepared_transaction_offset, total, tran, tc, delay_ms, keys, uniq, wait,
         ))
+
+    def put_one(self, msg: MessageExtBrokerInner, store_ts: int) -> list[DispatchRequest] | PutMessageStatus:
+        """``prepare`` and ``append`` of one message; caller holds the put lock. The usual ASYNC_FLUSH put (a
+        message the C encoder takes, whose record fits the last segment's reserved room where the warm-ahead
+        thread is not zeroing) is one C call, ``mq.store._append.put_one_v4``; anything else takes both steps.
+        Returns what ``append`` does, or ``prepare``'s failure status."""
+        files = self.queue.files
+        if files and self._c_put is not None and not self.staging:
+            requests = self._c_put(msg, files[-1], store_ts, self.topic_queue_table, self._c_put_config)
+            if requests is not None:
+                self.last_store_timestamp = store_ts
+                return requests
+        p = self.prepare(msg)
+        if p.__class__ is PutMessageStatus:
+            return p  # type: ignore[return-value]
+        return self.append([p], store_ts)  # type: ignore[list-item]
 
     def append(self, batch: list[Prepared], store_ts: int) -> list[DispatchRequest] | PutMessageStatus:
         """Append ``batch`` (all-or-nothing, one segment); caller holds the put lock.

@@ -70,18 +70,26 @@ class Dispatcher:
             if self._backlog:
                 self._backlog.extend(requests)
                 return
-            done = self._put_units(requests)
-            if done is not requests:  # stalled: hand the index what was done while still in order
-                if done and self.index is not None:
-                    self.index.submit(done)
+            # the usual outcome decided inline (this runs once per put under ASYNC_FLUSH); _done the rest
+            done = PUT_UNITS(requests, self.cq_table.queues, self._put_slow, self.on_dispatch, self._notify_failed)
+            if done < len(requests):
+                written = self._done(requests, done)
+                if written and self.index is not None:  # hand the index what was done while still in order
+                    self.index.submit(written)
                 return
-        if self.index is not None:
-            self.index.submit(requests)
+            last = requests[-1]
+            self.dispatched_offset = last.phy_offset + last.size
+            self.last_timestamp = last.store_timestamp
+        index = self.index
+        if index is not None:  # IndexDispatcher.submit, inline
+            index.queue.append(requests)
+            if index.sleeping:
+                index.wake()
 
-    def _put_units(self, requests: list[DispatchRequest]) -> list[DispatchRequest]:
-        """(Lock held.) Write the units; returns ``requests`` itself, or the prefix written before a
-        consume-queue write failed (the rest then waits in the backlog)."""
-        done = PUT_UNITS(requests, self.cq_table.queues, self._put_slow, self.on_dispatch, self._notify_failed)
+    def _done(self, requests: list[DispatchRequest], done: int) -> list[DispatchRequest]:
+        """(Lock held.) Account the first ``done`` of ``requests`` as dispatched and return them. When that is
+        not all, the consume-queue write of ``requests[done]`` failed (``_stall`` says why): it and the rest
+        wait in the backlog and ``error`` is set."""
         if done < len(requests):
             (topic, qid, _q, phy, *_rest), exc = self._stall  # type: ignore[misc]
             self._stall = None
@@ -121,7 +129,8 @@ class Dispatcher:
             if not pending:
                 return True
             self._backlog = []
-            done = self._put_units(pending)
+            done = self._done(pending, PUT_UNITS(pending, self.cq_table.queues, self._put_slow, self.on_dispatch,
+                                                 self._notify_failed))
             if done and self.index is not None:
                 self.index.submit(done)
             if self._backlog:
@@ -179,12 +188,14 @@ class IndexDispatcher:
 
     def __init__(self, index: IndexLike) -> None:
         self.index = index
-        self._queue: collections.deque[list[DispatchRequest]] = collections.deque()
+        #: submissions waiting for the thread, in log order
+        self.queue: collections.deque[list[DispatchRequest]] = collections.deque()
         self._cond = threading.Condition()
         self._stopped = False
         self._thread: threading.Thread | None = None
-        #: True while the thread is (about to be) waiting for work: ``submit`` must notify it
-        self._sleeping = False
+        #: True while no thread takes submissions on its own: it is (about to be) waiting for work, or none
+        #: runs. A submitter that sees it calls ``wake``.
+        self.sleeping = True
         #: store time / end offset of the last record whose keys are indexed
         self.last_timestamp = 0
         self.indexed_offset = 0
@@ -192,16 +203,27 @@ class IndexDispatcher:
         self._idle.set()
 
     def submit(self, requests: list[DispatchRequest]) -> None:
-        if self._thread is None:  # not started (recovery): index synchronously
-            self._build(requests)
+        """Queue ``requests`` for indexing (``Dispatcher.dispatch`` does the same two steps inline)."""
+        self.queue.append(requests)
+        if self.sleeping:
+            self.wake()
+
+    def wake(self) -> None:
+        """After a submission that found ``sleeping`` set: wake the thread or, when none runs (not started,
+        as in recovery, or stopped), index what is queued in this thread. The thread sets ``sleeping`` before
+        it last checks the queue, so either it sees the submission or the submitter sees the flag and wakes it
+        (the notify waits for it to release the condition in wait())."""
+        if self._thread is None:
+            self._drain()
             return
-        self._queue.append(requests)
-        # The thread sets _sleeping before it last checks the queue, so either it sees this batch or we see
-        # the flag and wake it (the notify waits for it to release the condition in wait()).
-        if self._sleeping:
-            with self._cond:
-                self._idle.clear()
-                self._cond.notify()
+        with self._cond:
+            self._idle.clear()
+            self._cond.notify()
+
+    def _drain(self) -> None:
+        q = self.queue
+        while q:
+            self._build(q.popleft())
 
     def _build(self, requests: list[DispatchRequest]) -> None:
         batch = getattr(self.index, "build_batch", None)
@@ -227,16 +249,16 @@ class IndexDispatcher:
 
     def start(self) -> None:
         self._stopped = False
-        self._sleeping = True  # until the thread runs, submit must wake it (and clear _idle)
+        self.sleeping = True  # until the thread runs, submit must wake it (and clear _idle)
         self._thread = threading.Thread(target=self._run, name="mq-store-index", daemon=True)
         self._thread.start()
 
     def _run(self) -> None:
-        q = self._queue
+        q = self.queue
         while True:
             woken = False
             with self._cond:
-                self._sleeping = True
+                self.sleeping = True
                 if not q and not self._stopped:
                     woken = True
                 while not q and not self._stopped:
@@ -247,10 +269,10 @@ class IndexDispatcher:
                         continue
                     self._idle.set()
                     self._cond.wait()
-                self._sleeping = False
                 if not q and self._stopped:
                     self._idle.set()
                     return
+                self.sleeping = False
                 woken = woken and not self._stopped
             if woken and len(q) < self.LINGER_BATCHES:
                 # Woken for a few puts: let more arrive before taking the GIL for a pass, so a steady stream
@@ -275,7 +297,7 @@ class IndexDispatcher:
 
     @property
     def backlog(self) -> int:
-        return sum(len(r) for r in list(self._queue))
+        return sum(len(r) for r in list(self.queue))
 
     def stop(self) -> None:
         with self._cond:
@@ -284,3 +306,4 @@ class IndexDispatcher:
         if self._thread is not None:
             self._thread.join()
             self._thread = None
+        self._drain()  # anything submitted while the thread was stopping

@@ -292,6 +292,11 @@ class MessageStore:
         self.stats.put_failures += 1
         return PutMessageResult(status, remark=remark)
 
+    def _append_failed(self, status: PutMessageStatus) -> PutMessageResult:
+        why = (self.commit_log.create_error if status is _S.CREATE_MAPPED_FILE_FAILED or status is _S.UNKNOWN_ERROR
+               else "append failed")
+        return PutMessageResult(status, remark=why)
+
     def _prepare_batch(self, msgs: Sequence[MessageExtBrokerInner]) -> list[Prepared] | PutMessageResult:
         prepare = self.commit_log.prepare
         out = []
@@ -333,9 +338,7 @@ class MessageStore:
             try:
                 reqs = cl.append(prepared, int(self.now() * 1000))  # type: ignore[arg-type]
                 if reqs.__class__ is PutMessageStatus:
-                    why = (cl.create_error if reqs is _S.CREATE_MAPPED_FILE_FAILED or reqs is _S.UNKNOWN_ERROR
-                           else "append failed")
-                    return PutMessageResult(reqs, remark=why), None  # type: ignore[arg-type]
+                    return self._append_failed(reqs), None  # type: ignore[arg-type]
                 first = reqs[0]
                 if len(reqs) == 1:
                     wrote = first.size
@@ -373,8 +376,36 @@ class MessageStore:
         return res if group is None else self._wait(res, group)
 
     def put_message(self, msg: MessageExtBrokerInner) -> PutMessageResult:
-        res, group = self._put((msg,))
-        return res if group is None else self._wait(res, group)
+        """Append one message and wait as the flush mode requires (``put_messages`` of one message).
+
+        Under ASYNC_FLUSH this is ``_put`` without its batch and SYNC_FLUSH cases, inline: the hot path of
+        every send there, one frame of glue around the commit log's encoder and writer and the dispatcher
+        (docs/performance.md, nineteenth session)."""
+        if self.group_commit is not None:
+            res, group = self._put((msg,))
+            return res if group is None else self._wait(res, group)
+        bad = self._check_writable()
+        if bad is not None:
+            return self._rejected(*bad)
+        cl = self.commit_log
+        with self.put_lock:
+            self._begin_in_lock = time.monotonic()
+            try:
+                reqs = cl.put_one(msg, int(self.now() * 1000))
+                if reqs.__class__ is PutMessageStatus:
+                    if reqs is _S.MESSAGE_ILLEGAL or reqs is _S.PROPERTIES_SIZE_EXCEEDED:  # prepare's verdicts
+                        return self._rejected(reqs, f"message to {msg.topic} rejected: {reqs.name}")  # type: ignore
+                    return self._append_failed(reqs)  # type: ignore[arg-type]
+                r = reqs[0]
+                res = PutMessageResult(_S.PUT_OK, r.phy_offset, r.size, r.queue_offset, [r.phy_offset],
+                                       r.store_timestamp, 1, "", cl.store_host, r.topic)
+                self.dispatcher.dispatch(reqs)  # type: ignore[arg-type]
+            finally:
+                self._begin_in_lock = 0.0
+        st = self.stats
+        st.put_count += 1
+        st.put_bytes += r.size
+        return res
 
     def _wait(self, res: PutMessageResult, group: FlushGroup) -> PutMessageResult:
         """Block until the group commit covering ``res`` completes; FLUSH_DISK_TIMEOUT (or the flush error)
@@ -395,7 +426,7 @@ class MessageStore:
         ``callback(result)`` runs exactly once in the flush thread when the group completes (or times out);
         without one it returns a ``concurrent.futures.Future`` of the result."""
         if self.group_commit is None:
-            return self._put(msgs)[0]
+            return self.put_message(msgs[0]) if len(msgs) == 1 else self._put(msgs)[0]
         waiter: object = FlushWaiter(callback) if callback is not None else concurrent.futures.Future()
         res, group = self._put(msgs, waiter)
         if group is None:  # failed, or WAIT=false: nothing to wait for

@@ -69,7 +69,7 @@ def _logs(tmp_path, name: str, store_host=("192.168.0.7", 10911), max_message_si
                   delay_levels_ms=DELAYS)
     py = CommitLog(tmp_path / f"{name}-py", 1 << 20, store_host, max_message_size=max_message_size,
                    delay_levels_ms=DELAYS)
-    py._c_prepare = py._c_append = None
+    py._c_prepare = py._c_append = py._c_put = None
     for log in (c, py):  # a topic's first put checks its name and caches its prefix (Python): done once here
         for topic in TOPICS:
             log.prepare(MessageExtBrokerInner(topic=topic, body=b"", born_host=pack_host("10.0.0.1", 1)))
@@ -286,3 +286,96 @@ def test_the_c_writer_is_built_where_a_compiler_is():
     if not shutil.which((sysconfig.get_config_var("CC") or "cc").split()[0]):
         pytest.skip("no C compiler on this machine")
     assert C_WRITER
+
+
+@needs_c
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(messages(), min_size=1, max_size=40), st.sampled_from([("192.168.0.7", 10911), ("fe80::1", 10911)]))
+def test_put_one_writes_what_prepare_and_append_write(tmp_path_factory, msgs, store_host):
+    """CommitLog.put_one (the fused C call where it applies, both steps elsewhere: new topics, delays, IPv6 hosts,
+    the first segment, rolls into the next of these 4 KiB segments) against the Python prepare + append."""
+    tmp = tmp_path_factory.mktemp("po")
+    c = CommitLog(tmp / "c", 4096, store_host, max_message_size=1024, delay_levels_ms=DELAYS)
+    py = CommitLog(tmp / "py", 4096, store_host, max_message_size=1024, delay_levels_ms=DELAYS)
+    py._c_prepare = py._c_append = py._c_put = None
+    try:
+        for i, m in enumerate(msgs):
+            ts = 1_700_000_000_000 + i
+            rc = c.put_one(m, ts)
+            p = py.prepare(m)
+            rp = p if p.__class__ is PutMessageStatus else py.append([p], ts)
+            assert rc == rp
+            assert c.topic_queue_table == py.topic_queue_table
+            assert c.max_offset == py.max_offset and c.last_store_timestamp == py.last_store_timestamp
+        assert [bytes(f.mm[:f.wrote_position]) for f in c.queue.files] == \
+            [bytes(f.mm[:f.wrote_position]) for f in py.queue.files]
+    finally:
+        c.close()
+        py.close()
+
+
+def _put_one_args(c: CommitLog, msg: MessageExtBrokerInner, ts: int = 7) -> tuple:
+    return msg, c.queue.files[-1], ts, c.topic_queue_table, c._c_put_config
+
+
+@needs_c
+def test_put_one_v4_writes_at_the_write_position_and_moves_it(tmp_path):
+    c, _ = _logs(tmp_path, "one")
+    m = MessageExtBrokerInner(topic="T", body=b"abc", queue_id=2, properties={P.TAGS: "TagA"},
+                              properties_string="TAGS\x01TagA\x02", born_host=pack_host("10.0.0.1", 5))
+    first = c.append([c.prepare(m)], 5)  # maps the first segment
+    mf = c.queue.files[-1]
+    (r,) = c._c_put(*_put_one_args(c, m))
+    assert (r.phy_offset, r.queue_offset, r.size, r.store_timestamp) == (first[0].size, 1, first[0].size, 7)
+    assert mf.wrote_position == 2 * r.size
+    assert [x.queue_offset for x in decode_records(bytes(mf.mm[:mf.wrote_position]))] == [0, 1]
+    c.close()
+
+
+@needs_c
+@pytest.mark.parametrize("squeeze", ["reserved_to", "zeroing_from", "file_size"])
+def test_put_one_v4_leaves_an_unusual_room_to_the_general_path(tmp_path, squeeze):
+    """Past the reserved blocks, into a chunk being zeroed, or without room for the BLANK end: None back and
+    nothing written or changed, so CommitLog.append decides."""
+    c, _ = _logs(tmp_path, "room")
+    m = MessageExtBrokerInner(topic="T", body=b"abc", properties_string="", born_host=pack_host("10.0.0.1", 5))
+    c.append([c.prepare(m)], 5)
+    mf = c.queue.files[-1]
+    pos, table = mf.wrote_position, dict(c.topic_queue_table)
+    size = c.prepare(m).total
+    before = bytes(mf.mm[:pos + size + 8])
+    limit = pos + size - 1 if squeeze != "file_size" else pos + size + 7
+    if squeeze == "file_size":
+        mf.file_size, saved = limit, mf.file_size
+    else:
+        saved = getattr(mf, squeeze)
+        setattr(mf, squeeze, limit)
+    assert c._c_put(*_put_one_args(c, m)) is None
+    assert (mf.wrote_position, c.topic_queue_table, bytes(mf.mm[:pos + size + 8])) == (pos, table, before)
+    setattr(mf, squeeze, saved)
+    assert c._c_put(*_put_one_args(c, m)) is not None
+    c.close()
+
+
+@needs_c
+def test_put_one_v4_argument_errors_change_nothing(tmp_path):
+    c, _ = _logs(tmp_path, "oneargs")
+    m = MessageExtBrokerInner(topic="T", body=b"abc", properties_string="", born_host=pack_host("10.0.0.1", 5))
+    c.append([c.prepare(m)], 5)
+    mf = c.queue.files[-1]
+    pos, table = mf.wrote_position, dict(c.topic_queue_table)
+    msg, _mf, ts, tab, config = _put_one_args(c, m)
+    with pytest.raises(TypeError, match=r"takes exactly 5 arguments \(4 given\)"):
+        c._c_put(msg, mf, ts, tab)
+    with pytest.raises(TypeError, match="argument 4 must be dict"):
+        c._c_put(msg, mf, ts, [], config)
+    with pytest.raises(TypeError, match="config must have 7 items, not 6"):
+        c._c_put(msg, mf, ts, tab, config[:6])
+    with pytest.raises(TypeError, match="argument 5 must be callable or None, not int"):
+        c._c_put(msg, mf, ts, tab, config[:4] + (3,) + config[5:])
+    with pytest.raises(OverflowError):
+        c._c_put(msg, mf, 2**64, tab, config)
+    with pytest.raises(AttributeError):
+        c._c_put(msg, object(), ts, tab, config)
+    assert (mf.wrote_position, c.topic_queue_table) == (pos, table)
+    c.close()
