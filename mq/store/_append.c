@@ -447,24 +447,32 @@ static PyObject *attr_ll(PyObject *obj, PyObject *name, long long *out) {
     return v;
 }
 
-enum { C_CACHE, C_MAX_BODY, C_MAX_TOTAL, C_PREPARED, C_CRC, C_HOST, C_REQUEST, C_FIELDS };
+enum { C_CACHE, C_MAX_BODY, C_MAX_TOTAL, C_PREPARED, C_CRC, C_HOST, C_REQUEST, C_STAGE_LIMIT, C_FIELDS };
 
-/* put_one_v4(msg, mf, store_ts, table, config): prepare_v4 and append_v4 of one message into the segment ``mf``
- * (a MappedFile) at its write position, when that is the usual case: the C encoder takes the message and its
- * record fits below the segment's reserved blocks and the warm-ahead thread's zeroing, leaving room for the
- * BLANK end. Then ``mf.wrote_position`` moves past the record and the one-request list comes back; otherwise
- * None, with nothing written or changed. ``config`` is (topic_prefixes, max_body, max_total, prepared_type, crc32,
- * store_host, request_type). */
+/* put_one_v4(msg, mf, store_ts, table, config, stage, staged): prepare_v4 and append_v4 of one message as the
+ * next record of the segment ``mf`` (a MappedFile), when that is the usual case: the C encoder takes the
+ * message and its record fits below the segment's reserved blocks and the warm-ahead thread's zeroing, leaving
+ * room for the BLANK end. ``stage`` None: the record goes through the mapping at ``mf.wrote_position``, which
+ * then moves past it. Else ``stage`` is the commit log's staging buffer holding ``staged`` bytes (the records
+ * after ``mf.wrote_position``; SYNC_FLUSH): the record goes after them while the buffer has room for it within
+ * the stage limit, and the caller counts it as staged. Returns the one-request list, or None with nothing
+ * written or changed. ``config`` is (topic_prefixes, max_body, max_total, prepared_type, crc32, store_host,
+ * request_type, stage_limit). */
 static PyObject *put_one_v4(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    Py_ssize_t max_body, max_total;
+    Py_ssize_t max_body, max_total, staged, stage_limit;
     (void)self;
-    if (fa_nargs("put_one_v4", nargs, 5) < 0 || fa_type("put_one_v4", 4, args[3], &PyDict_Type) < 0
-        || fa_type("put_one_v4", 5, args[4], &PyTuple_Type) < 0)
+    if (fa_nargs("put_one_v4", nargs, 7) < 0 || fa_type("put_one_v4", 4, args[3], &PyDict_Type) < 0
+        || fa_type("put_one_v4", 5, args[4], &PyTuple_Type) < 0 || fa_ssize(args[6], &staged) < 0)
         return NULL;
-    PyObject *msg = args[0], *mf = args[1], *config = args[4];
+    PyObject *msg = args[0], *mf = args[1], *config = args[4], *stage = args[5];
     if (PyTuple_GET_SIZE(config) != C_FIELDS) {
         PyErr_Format(PyExc_TypeError, "put_one_v4() config must have %d items, not %zd", C_FIELDS,
                      PyTuple_GET_SIZE(config));
+        return NULL;
+    }
+    if (stage != Py_None && !PyByteArray_CheckExact(stage)) {
+        PyErr_Format(PyExc_TypeError, "put_one_v4() argument 6 must be bytearray or None, not %.50s",
+                     Py_TYPE(stage)->tp_name);
         return NULL;
     }
     PyObject *cache = PyTuple_GET_ITEM(config, C_CACHE), *ptype = PyTuple_GET_ITEM(config, C_PREPARED),
@@ -472,7 +480,8 @@ static PyObject *put_one_v4(PyObject *self, PyObject *const *args, Py_ssize_t na
     if (fa_type("put_one_v4", 1, cache, &PyDict_Type) < 0
         || fa_ssize(PyTuple_GET_ITEM(config, C_MAX_BODY), &max_body) < 0
         || fa_ssize(PyTuple_GET_ITEM(config, C_MAX_TOTAL), &max_total) < 0
-        || fa_type("put_one_v4", 4, ptype, &PyType_Type) < 0 || check_crc_fn("put_one_v4", 5, crc_fn) < 0)
+        || fa_type("put_one_v4", 4, ptype, &PyType_Type) < 0 || check_crc_fn("put_one_v4", 5, crc_fn) < 0
+        || fa_ssize(PyTuple_GET_ITEM(config, C_STAGE_LIMIT), &stage_limit) < 0)
         return NULL;
     long long store_ts;
     if (fa_ll(args[2], &store_ts) < 0)
@@ -481,30 +490,41 @@ static PyObject *put_one_v4(PyObject *self, PyObject *const *args, Py_ssize_t na
     if (prepared == NULL || prepared == Py_None)
         return prepared;
     PyObject *pos_o = NULL, *start_o = NULL, *size_o = NULL, *res_o = NULL, *zero_o = NULL, *mm = NULL,
-             *batch = NULL, *result = NULL;
-    long long total, pos, start, size, reserved, zeroing;
+             *batch = NULL, *at_o = NULL, *base_o = NULL, *result = NULL;
+    long long total, wrote, start, size, reserved, zeroing;
     if (fa_ll(PyTuple_GET_ITEM(prepared, P_TOTAL), &total) < 0
-        || (pos_o = attr_ll(mf, s_wrote_position, &pos)) == NULL
+        || (pos_o = attr_ll(mf, s_wrote_position, &wrote)) == NULL
         || (size_o = attr_ll(mf, s_file_size, &size)) == NULL
         || (res_o = attr_ll(mf, s_reserved_to, &reserved)) == NULL
         || (zero_o = attr_ll(mf, s_zeroing_from, &zeroing)) == NULL
-        || (start_o = attr_ll(mf, s_start_offset, &start)) == NULL
-        || (mm = PyObject_GetAttr(mf, s_mm)) == NULL)
+        || (start_o = attr_ll(mf, s_start_offset, &start)) == NULL)
         goto done;
-    long long end = pos + total;
-    if (pos < 0 || end + 8 > size || end > reserved || end > zeroing) {
-        result = Py_None;  /* a roll, more blocks to reserve or a chunk being zeroed: the general path */
+    long long end = wrote + staged + total;  /* the record's end in the segment */
+    if (wrote < 0 || staged < 0 || end + 8 > size || end > reserved || end > zeroing
+        || (stage != Py_None && (staged + total > PyByteArray_GET_SIZE(stage) || staged + total > stage_limit))) {
+        result = Py_None;  /* a roll, more blocks to reserve, a chunk being zeroed, a full stage: the general path */
         Py_INCREF(result);
         goto done;
+    }
+    if (stage == Py_None) {
+        if ((mm = PyObject_GetAttr(mf, s_mm)) == NULL)
+            goto done;
+        at_o = pos_o; base_o = start_o;
+        Py_INCREF(at_o); Py_INCREF(base_o);
+    } else {
+        mm = stage;
+        Py_INCREF(mm);
+        if ((at_o = PyLong_FromSsize_t(staged)) == NULL || (base_o = PyLong_FromLongLong(start + wrote)) == NULL)
+            goto done;
     }
     if ((batch = PyList_New(1)) == NULL)
         goto done;
     PyList_SET_ITEM(batch, 0, prepared);
     prepared = NULL;  /* stolen */
-    PyObject *app_args[8] = {mm, pos_o, start_o, batch, args[2], PyTuple_GET_ITEM(config, C_HOST), args[3],
+    PyObject *app_args[8] = {mm, at_o, base_o, batch, args[2], PyTuple_GET_ITEM(config, C_HOST), args[3],
                              PyTuple_GET_ITEM(config, C_REQUEST)};
     result = append_v4(NULL, app_args, 8);
-    if (result != NULL && result != Py_None) {
+    if (result != NULL && result != Py_None && stage == Py_None) {
         PyObject *end_o = PyLong_FromLongLong(end);
         /* the record is written: a failure to move the write position would leave it invisible */
         if (end_o == NULL || PyObject_SetAttr(mf, s_wrote_position, end_o) < 0)
@@ -513,7 +533,7 @@ static PyObject *put_one_v4(PyObject *self, PyObject *const *args, Py_ssize_t na
     }
 done:
     Py_XDECREF(prepared); Py_XDECREF(pos_o); Py_XDECREF(size_o); Py_XDECREF(res_o); Py_XDECREF(zero_o);
-    Py_XDECREF(start_o); Py_XDECREF(mm); Py_XDECREF(batch);
+    Py_XDECREF(start_o); Py_XDECREF(mm); Py_XDECREF(batch); Py_XDECREF(at_o); Py_XDECREF(base_o);
     return result;
 }
 
@@ -529,10 +549,11 @@ static PyMethodDef methods[] = {
      "given, no delay level); None when the Python path must decide. crc32 computes the body CRC (None:\n"
      "zlib's)."},
     {"put_one_v4", (PyCFunction)(void (*)(void))put_one_v4, METH_FASTCALL,
-     "put_one_v4(msg, mf, store_ts, table, config) -> list | None\n\n"
-     "prepare_v4 and append_v4 of one message at segment mf's write position, which it advances; None, with\n"
-     "nothing written, when the message or the room left is not the usual case. config is (topic_prefixes,\n"
-     "max_body, max_total, prepared_type, crc32, store_host, request_type)."},
+     "put_one_v4(msg, mf, store_ts, table, config, stage, staged) -> list | None\n\n"
+     "prepare_v4 and append_v4 of one message as segment mf's next record: at its write position, which it\n"
+     "advances (stage None), or after the staged bytes of the staging buffer stage; None, with nothing\n"
+     "written, when the message or the room left is not the usual case. config is (topic_prefixes, max_body,\n"
+     "max_total, prepared_type, crc32, store_host, request_type, stage_limit)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -96,6 +96,13 @@ class Prepared(NamedTuple):
     wait: bool
 
 
+def waits_for_flush(msg: MessageExtBrokerInner) -> bool:
+    """Whether a SYNC_FLUSH put of ``msg`` is answered only after its flush: its WAIT property is not "false"
+    (``Prepared.wait``; ``mq.store._append`` reads it the same way)."""
+    props = msg.properties
+    return not props or props.get(P.WAIT_STORE_MSG_OK) != "false"
+
+
 class CommitLog:
     def __init__(self, directory: Path, file_size: int, store_host: tuple[str, int], *,
                  max_message_size: int = 4 * 1024 * 1024, delay_levels_ms: list[int] | None = None) -> None:
@@ -134,7 +141,7 @@ class CommitLog:
         #: ``put_one``'s C call (prepare and append fused) and its fixed arguments; None with the C encoder off
         self._c_put = _put_one_v4 if self._c_prepare is not None else None
         self._c_put_config = (self._topic_prefix, max_message_size, self._max_total, Prepared, crc32, self.store_host,
-                              DispatchRequest)
+                              DispatchRequest, STAGE_LIMIT)
 
     # -- geometry ----------------------------------------------------------------------------------------
     @property
@@ -213,26 +220,31 @@ class CommitLog:
                 tc = compute_tags_code(props.get(P.TAGS))
             keys = props.get(P.KEYS)
             uniq = props.get(P.UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
-            wait = props.get(P.WAIT_STORE_MSG_OK) != "false"
         else:
             if tc is None:
                 tc = 0
             keys = uniq = None
-            wait = True
         return _new(Prepared, (
             topic, queue_id, body, prefix + _I16.pack(len(props_b)) + props_b, body_crc(body),
             msg.flag, sys_flag, msg.born_timestamp, born_b, msg.reconsume_times,
-            msg.prepared_transaction_offset, total, tran, tc, delay_ms, keys, uniq, wait,
+            msg.prepared_transaction_offset, total, tran, tc, delay_ms, keys, uniq, waits_for_flush(msg),
         ))
 
     def put_one(self, msg: MessageExtBrokerInner, store_ts: int) -> list[DispatchRequest] | PutMessageStatus:
-        """``prepare`` and ``append`` of one message; caller holds the put lock. The usual ASYNC_FLUSH put (a
-        message the C encoder takes, whose record fits the last segment's reserved room where the warm-ahead
-        thread is not zeroing) is one C call, ``mq.store._append.put_one_v4``; anything else takes both steps.
-        Returns what ``append`` does, or ``prepare``'s failure status."""
+        """``prepare`` and ``append`` of one message; caller holds the put lock. The usual put (a message the C
+        encoder takes, whose record fits the last segment's reserved room where the warm-ahead thread is not
+        zeroing, and the staging buffer when staging) is one C call, ``mq.store._append.put_one_v4``; anything
+        else takes both steps. Returns what ``append`` does, or ``prepare``'s failure status."""
         files = self.queue.files
-        if files and self._c_put is not None and not self.staging:
-            requests = self._c_put(msg, files[-1], store_ts, self.topic_queue_table, self._c_put_config)
+        if files and self._c_put is not None:
+            if self.staging:
+                staged = self._staged
+                requests = self._c_put(msg, files[-1], store_ts, self.topic_queue_table, self._c_put_config,
+                                       self._stage, staged)
+                if requests is not None:
+                    self._staged = staged + requests[0].size
+            else:
+                requests = self._c_put(msg, files[-1], store_ts, self.topic_queue_table, self._c_put_config, None, 0)
             if requests is not None:
                 self.last_store_timestamp = store_ts
                 return requests

@@ -32,7 +32,7 @@ from mq.config import StoreConfig
 from mq.store import lookup, queue_admin
 from mq.store.checkpoint import StoreCheckpoint
 from mq.store.cleaner import Cleaner, DiskRatio, disk_used_ratio
-from mq.store.commit_log import CommitLog, Prepared
+from mq.store.commit_log import CommitLog, Prepared, waits_for_flush
 from mq.store.consume_queue import ConsumeQueueTable
 from mq.store.dispatcher import Dispatcher, IndexDispatcher, OnDispatch
 from mq.store.flush import (AsyncFlushService, ConsumeQueueFlushService, FlushGroup, FlushWaiter,
@@ -292,7 +292,10 @@ class MessageStore:
         self.stats.put_failures += 1
         return PutMessageResult(status, remark=remark)
 
-    def _append_failed(self, status: PutMessageStatus) -> PutMessageResult:
+    def _put_failed(self, status: PutMessageStatus, topic: str) -> PutMessageResult:
+        """The result of a put that ``CommitLog.prepare`` rejected or ``CommitLog.append`` could not store."""
+        if status is _S.MESSAGE_ILLEGAL or status is _S.PROPERTIES_SIZE_EXCEEDED:  # prepare's verdicts
+            return self._rejected(status, f"message to {topic} rejected: {status.name}")
         why = (self.commit_log.create_error if status is _S.CREATE_MAPPED_FILE_FAILED or status is _S.UNKNOWN_ERROR
                else "append failed")
         return PutMessageResult(status, remark=why)
@@ -324,21 +327,21 @@ class MessageStore:
         if bad is not None:
             return self._rejected(*bad), None
         cl = self.commit_log
-        if len(msgs) == 1:  # the common case: no batch checks
-            p = cl.prepare(msgs[0])
-            if p.__class__ is PutMessageStatus:
-                return self._rejected(p, f"message to {msgs[0].topic} rejected: {p.name}"), None  # type: ignore
-            prepared = [p]
+        one = msgs[0] if len(msgs) == 1 else None  # the common case: no batch checks, one C call (put_one)
+        if one is not None:
+            wait = waits_for_flush(one)
         else:
-            prepared = self._prepare_batch(msgs)  # type: ignore[assignment]
+            prepared = self._prepare_batch(msgs)
             if prepared.__class__ is PutMessageResult:
                 return prepared, None  # type: ignore[return-value]
+            wait = prepared[0].wait  # type: ignore[index]
         with self.put_lock:
             self._begin_in_lock = time.monotonic()
             try:
-                reqs = cl.append(prepared, int(self.now() * 1000))  # type: ignore[arg-type]
+                ts = int(self.now() * 1000)
+                reqs = cl.put_one(one, ts) if one is not None else cl.append(prepared, ts)  # type: ignore
                 if reqs.__class__ is PutMessageStatus:
-                    return self._append_failed(reqs), None  # type: ignore[arg-type]
+                    return self._put_failed(reqs, msgs[0].topic), None  # type: ignore[arg-type]
                 first = reqs[0]
                 if len(reqs) == 1:
                     wrote = first.size
@@ -352,7 +355,7 @@ class MessageStore:
                 gc = self.group_commit
                 if gc is not None:
                     group = gc.add(reqs)
-                    if not prepared[0].wait:  # type: ignore[index]
+                    if not wait:
                         group = None  # answered now, so its bytes go to the OS now (a crash must not lose it)
                         if not cl.try_commit():
                             res.status = _S.FLUSH_DISK_TIMEOUT
@@ -393,9 +396,7 @@ class MessageStore:
             try:
                 reqs = cl.put_one(msg, int(self.now() * 1000))
                 if reqs.__class__ is PutMessageStatus:
-                    if reqs is _S.MESSAGE_ILLEGAL or reqs is _S.PROPERTIES_SIZE_EXCEEDED:  # prepare's verdicts
-                        return self._rejected(reqs, f"message to {msg.topic} rejected: {reqs.name}")  # type: ignore
-                    return self._append_failed(reqs)  # type: ignore[arg-type]
+                    return self._put_failed(reqs, msg.topic)  # type: ignore[arg-type]
                 r = reqs[0]
                 res = PutMessageResult(_S.PUT_OK, r.phy_offset, r.size, r.queue_offset, [r.phy_offset],
                                        r.store_timestamp, 1, "", cl.store_host, r.topic)

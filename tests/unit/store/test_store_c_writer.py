@@ -290,14 +290,17 @@ def test_the_c_writer_is_built_where_a_compiler_is():
 
 @needs_c
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.lists(messages(), min_size=1, max_size=40), st.sampled_from([("192.168.0.7", 10911), ("fe80::1", 10911)]))
-def test_put_one_writes_what_prepare_and_append_write(tmp_path_factory, msgs, store_host):
+@given(st.lists(messages(), min_size=1, max_size=40), st.sampled_from([("192.168.0.7", 10911), ("fe80::1", 10911)]),
+       st.booleans(), st.sets(st.integers(0, 39)))
+def test_put_one_writes_what_prepare_and_append_write(tmp_path_factory, msgs, store_host, staging, commits):
     """CommitLog.put_one (the fused C call where it applies, both steps elsewhere: new topics, delays, IPv6 hosts,
-    the first segment, rolls into the next of these 4 KiB segments) against the Python prepare + append."""
+    the first segment, rolls into the next of these 4 KiB segments) against the Python prepare + append, through
+    the mapping or staged (SYNC_FLUSH) and committed after some of the messages."""
     tmp = tmp_path_factory.mktemp("po")
     c = CommitLog(tmp / "c", 4096, store_host, max_message_size=1024, delay_levels_ms=DELAYS)
     py = CommitLog(tmp / "py", 4096, store_host, max_message_size=1024, delay_levels_ms=DELAYS)
     py._c_prepare = py._c_append = py._c_put = None
+    c.staging = py.staging = staging
     try:
         for i, m in enumerate(msgs):
             ts = 1_700_000_000_000 + i
@@ -306,7 +309,13 @@ def test_put_one_writes_what_prepare_and_append_write(tmp_path_factory, msgs, st
             rp = p if p.__class__ is PutMessageStatus else py.append([p], ts)
             assert rc == rp
             assert c.topic_queue_table == py.topic_queue_table
-            assert c.max_offset == py.max_offset and c.last_store_timestamp == py.last_store_timestamp
+            assert c.staged_bytes == py.staged_bytes and c.last_store_timestamp == py.last_store_timestamp
+            if i in commits:
+                c.commit()
+                py.commit()
+            assert c.max_offset == py.max_offset
+        c.commit()
+        py.commit()
         assert [bytes(f.mm[:f.wrote_position]) for f in c.queue.files] == \
             [bytes(f.mm[:f.wrote_position]) for f in py.queue.files]
     finally:
@@ -314,8 +323,8 @@ def test_put_one_writes_what_prepare_and_append_write(tmp_path_factory, msgs, st
         py.close()
 
 
-def _put_one_args(c: CommitLog, msg: MessageExtBrokerInner, ts: int = 7) -> tuple:
-    return msg, c.queue.files[-1], ts, c.topic_queue_table, c._c_put_config
+def _put_one_args(c: CommitLog, msg: MessageExtBrokerInner, ts: int = 7, stage=None, staged: int = 0) -> tuple:
+    return msg, c.queue.files[-1], ts, c.topic_queue_table, c._c_put_config, stage, staged
 
 
 @needs_c
@@ -364,18 +373,43 @@ def test_put_one_v4_argument_errors_change_nothing(tmp_path):
     c.append([c.prepare(m)], 5)
     mf = c.queue.files[-1]
     pos, table = mf.wrote_position, dict(c.topic_queue_table)
-    msg, _mf, ts, tab, config = _put_one_args(c, m)
-    with pytest.raises(TypeError, match=r"takes exactly 5 arguments \(4 given\)"):
+    msg, _mf, ts, tab, config, _stage, _staged = _put_one_args(c, m)
+    with pytest.raises(TypeError, match=r"takes exactly 7 arguments \(4 given\)"):
         c._c_put(msg, mf, ts, tab)
     with pytest.raises(TypeError, match="argument 4 must be dict"):
-        c._c_put(msg, mf, ts, [], config)
-    with pytest.raises(TypeError, match="config must have 7 items, not 6"):
-        c._c_put(msg, mf, ts, tab, config[:6])
+        c._c_put(msg, mf, ts, [], config, None, 0)
+    with pytest.raises(TypeError, match="config must have 8 items, not 7"):
+        c._c_put(msg, mf, ts, tab, config[:7], None, 0)
     with pytest.raises(TypeError, match="argument 5 must be callable or None, not int"):
-        c._c_put(msg, mf, ts, tab, config[:4] + (3,) + config[5:])
+        c._c_put(msg, mf, ts, tab, config[:4] + (3,) + config[5:], None, 0)
+    with pytest.raises(TypeError, match="argument 6 must be bytearray or None, not bytes"):
+        c._c_put(msg, mf, ts, tab, config, b"", 0)
     with pytest.raises(OverflowError):
-        c._c_put(msg, mf, 2**64, tab, config)
+        c._c_put(msg, mf, 2**64, tab, config, None, 0)
     with pytest.raises(AttributeError):
-        c._c_put(msg, object(), ts, tab, config)
+        c._c_put(msg, object(), ts, tab, config, None, 0)
     assert (mf.wrote_position, c.topic_queue_table) == (pos, table)
+    c.close()
+
+
+@needs_c
+def test_put_one_v4_stages_after_the_staged_bytes_within_the_buffer_and_its_limit(tmp_path):
+    """SYNC_FLUSH: the record goes after the staged bytes (its physical offset counts them, the write position
+    stays); a buffer or stage limit without room for it gives None with nothing changed."""
+    c, _ = _logs(tmp_path, "stage")
+    m = MessageExtBrokerInner(topic="T", body=b"abc", properties_string="", born_host=pack_host("10.0.0.1", 5))
+    c.append([c.prepare(m)], 5)
+    mf = c.queue.files[-1]
+    wrote, size = mf.wrote_position, c.prepare(m).total
+    stage = bytearray(3 * size)
+    (r,) = c._c_put(*_put_one_args(c, m, stage=stage, staged=size))
+    assert (r.phy_offset, mf.wrote_position) == (mf.start_offset + wrote + size, wrote)
+    assert not any(stage[:size]) and not any(stage[2 * size:])  # only the record's own bytes are written
+    (rec,) = decode_records(bytes(stage[size:2 * size]))
+    assert (rec.commit_log_offset, rec.queue_offset) == (r.phy_offset, 1)
+    table = dict(c.topic_queue_table)
+    assert c._c_put(*_put_one_args(c, m, stage=stage, staged=2 * size + 1)) is None  # the buffer is full
+    config = c._c_put_config[:7] + (2 * size - 1,)
+    assert c._c_put(m, mf, 7, c.topic_queue_table, config, stage, size) is None  # past the stage limit
+    assert c.topic_queue_table == table and mf.wrote_position == wrote
     c.close()
