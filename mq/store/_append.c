@@ -12,8 +12,8 @@
  * (ASYNC_FLUSH) or the commit log's staging buffer (SYNC_FLUSH, ``CommitLog.staging``).
  *
  * prepare_v4 is CommitLog.prepare for the common message, and put_one_v4 both steps for one message at a
- * segment's write position (``CommitLog.put_one``, the ASYNC_FLUSH put path), each returning None when the
- * Python path must decide.
+ * segment's write position or after the staged records (``CommitLog.put_one``, the one-message put of both
+ * flush modes), each returning None when the Python path must decide.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -439,14 +439,6 @@ static PyObject *prepare_v4(PyObject *self, PyObject *const *args, Py_ssize_t na
 
 static PyObject *s_wrote_position, *s_file_size, *s_reserved_to, *s_zeroing_from, *s_start_offset, *s_mm;
 
-/* obj.name (a new reference) and its value as a C long long; NULL with an exception set on failure */
-static PyObject *attr_ll(PyObject *obj, PyObject *name, long long *out) {
-    PyObject *v = PyObject_GetAttr(obj, name);
-    if (v != NULL && fa_ll(v, out) < 0)
-        Py_CLEAR(v);
-    return v;
-}
-
 enum { C_CACHE, C_MAX_BODY, C_MAX_TOTAL, C_PREPARED, C_CRC, C_HOST, C_REQUEST, C_STAGE_LIMIT, C_FIELDS };
 
 /* put_one_v4(msg, mf, store_ts, table, config, stage, staged): prepare_v4 and append_v4 of one message as the
@@ -493,11 +485,11 @@ static PyObject *put_one_v4(PyObject *self, PyObject *const *args, Py_ssize_t na
              *batch = NULL, *at_o = NULL, *base_o = NULL, *result = NULL;
     long long total, wrote, start, size, reserved, zeroing;
     if (fa_ll(PyTuple_GET_ITEM(prepared, P_TOTAL), &total) < 0
-        || (pos_o = attr_ll(mf, s_wrote_position, &wrote)) == NULL
-        || (size_o = attr_ll(mf, s_file_size, &size)) == NULL
-        || (res_o = attr_ll(mf, s_reserved_to, &reserved)) == NULL
-        || (zero_o = attr_ll(mf, s_zeroing_from, &zeroing)) == NULL
-        || (start_o = attr_ll(mf, s_start_offset, &start)) == NULL)
+        || (pos_o = fa_attr_ll(mf, s_wrote_position, &wrote)) == NULL
+        || (size_o = fa_attr_ll(mf, s_file_size, &size)) == NULL
+        || (res_o = fa_attr_ll(mf, s_reserved_to, &reserved)) == NULL
+        || (zero_o = fa_attr_ll(mf, s_zeroing_from, &zeroing)) == NULL
+        || (start_o = fa_attr_ll(mf, s_start_offset, &start)) == NULL)
         goto done;
     long long end = wrote + staged + total;  /* the record's end in the segment */
     if (wrote < 0 || staged < 0 || end + 8 > size || end > reserved || end > zeroing

@@ -30,14 +30,11 @@ enum { R_TOPIC, R_QID, R_QOFF, R_PHY, R_SIZE, R_TAGSCODE, R_STORE_TS, R_KEYS, R_
 static PyObject *s_max_physic_offset, *s_queue, *s_files, *s_wrote_position, *s_reserved_to, *s_start_offset,
     *s_mm;
 
-/* obj.name as a C long long; -1 with an exception set on failure (check PyErr_Occurred) */
+/* obj.name as a C long long; -1 with an exception set on failure */
 static int attr_ll(PyObject *obj, PyObject *name, long long *out) {
-    PyObject *v = PyObject_GetAttr(obj, name);
-    if (v == NULL)
-        return -1;
-    *out = PyLong_AsLongLong(v);
-    Py_DECREF(v);
-    return (*out == -1 && PyErr_Occurred()) ? -1 : 0;
+    PyObject *v = fa_attr_ll(obj, name, out);
+    Py_XDECREF(v);
+    return v == NULL ? -1 : 0;
 }
 
 static int set_ll(PyObject *obj, PyObject *name, long long value) {

@@ -42,4 +42,12 @@ static inline int fa_ll(PyObject *o, long long *out) {
     return 0;
 }
 
+/* obj.name, a new reference, with its value as a C long long in *out; NULL with an exception set on failure. */
+static inline PyObject *fa_attr_ll(PyObject *obj, PyObject *name, long long *out) {
+    PyObject *v = PyObject_GetAttr(obj, name);
+    if (v != NULL && fa_ll(v, out) < 0)
+        Py_CLEAR(v);
+    return v;
+}
+
 #endif

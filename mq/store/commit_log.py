@@ -259,20 +259,6 @@ class CommitLog:
         Returns one ``DispatchRequest`` per record, in log order (physical and queue offsets, size, store
         time: everything a put result needs), or the failure status."""
         files = self.queue.files
-        if len(batch) == 1 and files and not self.staging and self._c_append is not None:
-            # The usual ASYNC_FLUSH put, straight to the C writer: the record fits the last segment, whose
-            # blocks are reserved and where the warm-ahead thread is not zeroing. Anything else (a roll, a
-            # reservation, staging, an IPv6 host: None back) takes the general path below.
-            mf = files[-1]
-            pos = mf.wrote_position
-            end = pos + batch[0].total
-            if end + 8 <= mf.file_size and end <= mf.reserved_to and end <= mf.zeroing_from:
-                requests = self._c_append(mf.mm, pos, mf.start_offset, batch, store_ts, self.store_host,
-                                          self.topic_queue_table, DispatchRequest)
-                if requests is not None:
-                    mf.wrote_position = end
-                    self.last_store_timestamp = store_ts
-                    return requests
         if len(batch) == 1:
             need = batch[0].total
         else:
