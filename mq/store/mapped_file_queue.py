@@ -61,16 +61,18 @@ class MappedFileQueue:
             return  # MappedFile checks the size too (without a setting to name)
         first = self.directory / wrong[0]
         found = {sizes[n] for n in names}
+        head = f"{first} is {sizes[wrong[0]]} bytes, but {self.size_key} is {self.file_size} and every segment " \
+               f"must be exactly that size"
         if len(found) == 1 and sizes[wrong[0]] > 0:
             size = sizes[wrong[0]]
+            alone = " (it is the only one: it may also be damaged)" if len(names) == 1 else ""
             raise StoreError(
-                f"{first} is {size} bytes, but {self.size_key} is {self.file_size}: this store was written with "
-                f"{self.size_key}={size} (every segment in {self.directory} is {size} bytes); set "
-                f"{self.size_key}: {size} in the broker's config to open it")
+                f"{head}. Every segment in {self.directory} is {size} bytes{alone}: a store written with another "
+                f"segment size (e.g. by a RocketMQ broker configured so) opens with {self.size_key}: {size} in "
+                f"the broker's config")
         raise StoreError(
-            f"{first} is {sizes[wrong[0]]} bytes, but {self.size_key} is {self.file_size}: {len(wrong)} of the "
-            f"{len(names)} segments in {self.directory} have another size "
-            f"({', '.join(str(x) for x in sorted(found))} bytes found); a segment is damaged or was copied from "
+            f"{head}; {len(wrong)} of the {len(names)} segments in {self.directory} differ "
+            f"({', '.join(str(x) for x in sorted(found))} bytes found): a segment is damaged or was copied from "
             f"another store")
 
     # -- geometry ----------------------------------------------------------------------------------------
