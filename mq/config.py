@@ -318,19 +318,25 @@ class ClientConfig:
 
     Intervals are seconds (RocketMQ's are ms: ``pollNameServerInterval`` 30000 -> 30.0)."""
 
+    #: Name servers, ``;``-separated.
     namesrv_addr: str = "127.0.0.1:9876"
     #: Empty: the first non-loopback IPv4 address of this host (RocketMQ ``RemotingUtil.getLocalAddress``).
     client_ip: str = ""
     #: "DEFAULT" becomes the PID, as in Java; give each client in one process its own name to get its own id.
     instance_name: str = "DEFAULT"
+    #: Appended to the client id (``ip@instance@unit``) when set.
     unit_name: str = ""
+    #: Routes of the topics in use are refreshed this often, seconds.
     poll_name_server_interval: float = 30.0
+    #: A heartbeat with every group goes to every known broker this often, seconds.
     heartbeat_broker_interval: float = 30.0
+    #: Consumer offsets are committed this often, seconds.
     persist_consumer_offset_interval: float = 5.0
     #: rocketmq.client.rebalance.waitInterval
     rebalance_interval: float = 20.0
     #: Delay before retrying a pull or a send-back after an exception (pullTimeDelayMillsWhenException).
     pull_time_delay_when_exception: float = 1.0
+    #: Timeout of a TCP connection to a broker or name server, seconds.
     connect_timeout: float = 3.0
     #: Timeout of admin-style calls to brokers and name servers (offset queries, heartbeats, route lookups).
     call_timeout: float = 3.0
@@ -338,7 +344,9 @@ class ClientConfig:
     local_offset_store_dir: str = str(Path.home() / ".rocketmq_offsets")
     #: ACL: with an access key every request is signed (RocketMQ's AclClientRPCHook)
     access_key: str = ""
+    #: ACL: the secret key that signs requests with ``access_key``.
     secret_key: str = field(default="", repr=False)
+    #: ACL: a session token sent with signed requests (optional).
     security_token: str = field(default="", repr=False)
 
     @property
@@ -350,16 +358,27 @@ class ClientConfig:
 class ProducerConfig:
     """``DefaultMQProducer`` settings (FEATURES.md §6.1); timeouts in seconds."""
 
+    #: Producer group name.
     group: str = "DEFAULT_PRODUCER"
+    #: Timeout of one send, retries included, seconds.
     send_msg_timeout: float = 3.0
+    #: Extra attempts of a failed synchronous send (on another broker where there is one).
     retry_times_when_send_failed: int = 2
+    #: Extra attempts of a failed asynchronous send.
     retry_times_when_send_async_failed: int = 2
+    #: Also retry a send answered with a non-OK store status (flush or slave timeout).
     retry_another_broker_when_not_store_ok: bool = False
+    #: Bodies of at least this many bytes are zlib-compressed (not batches).
     compress_msg_body_over_howmuch: int = 4096
+    #: zlib level of that compression.
     compress_level: int = 5
+    #: Largest body accepted by ``send``, bytes.
     max_message_size: int = 4 * 1024 * 1024
+    #: Queues asked for when a send creates a topic through ``create_topic_key``.
     default_topic_queue_nums: int = 4
+    #: Template topic whose route serves a topic that does not exist yet (auto-creation).
     create_topic_key: str = "TBW102"
+    #: Avoid brokers that answered slowly or failed recently (latency fault tolerance).
     send_latency_fault_enable: bool = False
 
 
@@ -370,24 +389,39 @@ class ConsumerConfig:
     ``message_model``: "CLUSTERING" or "BROADCASTING"; ``consume_from_where``: "LAST", "FIRST" or "TIMESTAMP"
     (``consume_timestamp`` as RocketMQ's yyyyMMddHHmmss, empty = 30 minutes ago)."""
 
+    #: Consumer group name.
     group: str = "DEFAULT_CONSUMER"
+    #: CLUSTERING (each message to one member of the group) or BROADCASTING (to every member).
     message_model: str = "CLUSTERING"
+    #: Where a group with no committed offset starts: LAST, FIRST or TIMESTAMP.
     consume_from_where: str = "LAST"
+    #: TIMESTAMP's start, ``yyyyMMddHHmmss``; empty: 30 minutes ago.
     consume_timestamp: str = ""
+    #: Messages asked for per pull.
     pull_batch_size: int = 32
+    #: A queue stops pulling while this many of its messages wait to be consumed.
     pull_threshold_for_queue: int = 1000
+    #: A queue stops pulling while this many bytes of its messages wait to be consumed.
     pull_threshold_size_for_queue: int = 100 * 1024 * 1024
+    #: A queue stops pulling while its waiting messages span more offsets than this.
     consume_concurrently_max_span: int = 2000
+    #: Listener calls running at once.
     consume_thread_max: int = 20
+    #: Messages handed to one listener call.
     consume_message_batch_max_size: int = 1
+    #: Pause after each pull of a queue, seconds.
     pull_interval: float = 0.0
+    #: Pause of a flow-controlled queue before it checks again, seconds.
     flow_control_delay: float = 0.05
+    #: How long the broker may hold a pull that finds nothing, seconds.
     broker_suspend_max_time: float = 15.0
+    #: Timeout of such a held pull on the client side, seconds.
     consumer_timeout_when_suspend: float = 30.0
     #: -1: 16 (the broker's retryMaxTimes).
     max_reconsume_times: int = -1
     #: Local re-consume delay when a send-back fails (Java: 5 s).
     local_retry_delay: float = 5.0
+    #: Pulls carry the subscription expression, and the broker filters by it.
     post_subscription_when_pull: bool = True
     #: MessageListenerOrderly: queue-locked, one batch at a time per queue (timings in ``OrderlyConfig``).
     consume_orderly: bool = False
