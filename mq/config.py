@@ -521,7 +521,7 @@ class BrokerConfig:
     server_channel_max_idle_time_seconds: int = 120
     #: Frame size limits of the broker's connections.
     frame_limits: FrameLimits = field(default_factory=FrameLimits)
-    # -- delivery (retry/DLQ, schedule, transactions, timer): the DELIVERY helper's additions ------------------
+    # -- delivery (retry/DLQ, schedule, transactions, timer) ----------------------------------------------------
     #: delayOffset.json persistence period, ms (ScheduleMessageService: 10 s).
     flush_delay_offset_interval: int = 10_000
     #: Pause of a schedule level's loop when nothing is due (RocketMQ: 100 ms).
