@@ -494,8 +494,6 @@ class BrokerConfig:
     long_polling_enable: bool = True
     #: Hold time of an empty pull when long polling is off, ms.
     short_polling_time_mills: int = 1000
-    #: Upper bound of a pull's hold time, ms, whatever the client asks.
-    broker_suspend_max_time_millis: int = 15_000
     #: Most pull requests held at once; beyond it a pull with nothing to return is answered at once.
     max_held_pull_requests: int = 10_000
     #: SYNC_FLUSH sends waiting for their flush before new sends are made to wait in their worker.
@@ -577,9 +575,12 @@ _BROKER_ALIASES: dict[str, str] = {
     "rocketmqBrokerRebalanceLockMaxLiveTime": "rebalance_lock_max_live_time",
 }
 #: broker.conf keys RocketMQ has that mean nothing for this broker; accepted and ignored.
+#: ``brokerSuspendMaxTimeMillis`` capped held pulls in earlier versions of mq; RocketMQ's broker has no such cap
+#: (the name is a client setting), so the key is accepted from old configs and ignored.
 BROKER_IGNORED_KEYS = frozenset({"deleteWhenHour", "brokerRole_",
                                  "pullMessageThreadPoolNums",
-                                 "useEpollNativeSelector", "serverWorkerThreads"})
+                                 "useEpollNativeSelector", "serverWorkerThreads",
+                                 "brokerSuspendMaxTimeMillis"})
 
 
 def broker_configs_from_mapping(data: dict[str, Any], *, source: str = "config",

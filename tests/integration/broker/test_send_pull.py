@@ -296,3 +296,20 @@ def test_slave_without_offset_check_retries_instead_of_moving(broker_factory, cl
             assert b.store.get_max_offset("OFFSET_MOVED_EVENT", 0) == 0
 
         run(main())
+
+
+def test_an_empty_pull_is_held_for_the_clients_suspend_time(cluster, client, run):
+    """RocketMQ 4.9.7's PullMessageProcessor holds an empty pull for the request's suspendTimeoutMillis, with no
+    broker-side cap: the pull and lite pull consumers ask for 20 s (their brokerSuspendMaxTimeMillis), and get
+    PULL_NOT_FOUND only then. A broker that cut it at 15 s made them pull again 5 s early."""
+    b = cluster.broker
+
+    async def main():
+        await client.invoke(b.address, send_cmd("LP20", b"first"))
+        t0 = time.monotonic()
+        r = await client.invoke(b.address, pull_cmd("LP20", 0, 1, sys_flag=0x6, suspend_ms=16_000), timeout=30)
+        waited = time.monotonic() - t0
+        assert r.code == RC.PULL_NOT_FOUND and r.ext_fields["nextBeginOffset"] == "1"
+        assert 16.0 <= waited < 17.0, waited
+
+    run(main(), timeout=40)

@@ -47,7 +47,7 @@ GROUP = "admin"
 RUNTIME_UPDATABLE = frozenset({
     "broker_permission", "auto_create_topic_enable", "auto_create_subscription_group", "default_topic_queue_nums",
     "reject_transaction_message", "notify_consumer_ids_changed_enable", "long_polling_enable",
-    "short_polling_time_mills", "broker_suspend_max_time_millis", "wait_time_mills_in_send_queue",
+    "short_polling_time_mills", "wait_time_mills_in_send_queue",
     "broker_fast_failure_enable", "trace_on", "region_id", "register_name_server_period",
     "channel_expired_timeout", "flush_consumer_offset_interval",
 })

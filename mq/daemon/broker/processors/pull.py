@@ -7,7 +7,9 @@ the tag hash codes are computed here (never trusted from the client). Store stat
     FOUND                                      -> SUCCESS (body = the stored records, as they are)
     NO_MATCHED_MESSAGE, MESSAGE_WAS_REMOVING   -> PULL_RETRY_IMMEDIATELY
     NO_MATCHED_LOGIC_QUEUE, NO_MESSAGE_IN_QUEUE-> PULL_OFFSET_MOVED if offset != 0 else PULL_NOT_FOUND
-    OFFSET_FOUND_NULL, OFFSET_OVERFLOW_ONE     -> PULL_NOT_FOUND (held first when SUSPEND is set)
+    OFFSET_FOUND_NULL, OFFSET_OVERFLOW_ONE     -> PULL_NOT_FOUND (held first when SUSPEND is set: for the
+                                                  request's suspendTimeoutMillis, or shortPollingTimeMills
+                                                  without longPollingEnable, as RocketMQ does; no cap)
     OFFSET_OVERFLOW_BADLY, OFFSET_TOO_SMALL    -> PULL_OFFSET_MOVED
 
 Every answer carries ``suggestWhichBrokerId``, ``nextBeginOffset``, ``minOffset`` and ``maxOffset`` as strings.
@@ -174,8 +176,10 @@ class PullProcessor:
             body = r.buffers[0] if len(r.buffers) == 1 else b"".join(r.buffers)
             c.stats.on_group_get(topic, group, r.message_count, len(body))
         elif code == RC.PULL_NOT_FOUND and allow_suspend and flag & FLAG_SUSPEND:
+            # RocketMQ holds it for the client's suspendTimeoutMillis, uncapped (15 s from a push consumer, 20 s
+            # from the pull and lite pull consumers); a held pull is bounded by maxHeldPullRequests and dropped
+            # with its connection.
             ms = h.suspend_timeout_millis if cfg.long_polling_enable else cfg.short_polling_time_mills
-            ms = min(max(ms, 0), cfg.broker_suspend_max_time_millis)
             matches = None if codes is None else sub.matches_code  # SQL92: any new message wakes it
             if ms > 0 and c.hold_service.hold(conn, cmd, h, matches, ms / 1000.0):
                 if flag & FLAG_COMMIT_OFFSET and not self.slave:
