@@ -124,6 +124,14 @@ class Registrar:
 
         await asyncio.gather(*(one(a) for a in self.namesrv_addrs))
 
+    async def register_now(self, topics: Sequence[TopicConfig]) -> int:
+        """Register ``topics`` with every name server and wait for the answers (RocketMQ registers the retry topic
+        a heartbeat creates before answering it); a coalesced registration pending for only these is dropped."""
+        self._changed.difference_update(tc.topic_name for tc in topics)
+        if not self._changed and not self._full:
+            self._dirty = False
+        return await self.register_all(force=True, topics=topics)
+
     def register_soon(self, changed: TopicConfig | None = None) -> None:
         """Coalesce topic changes into one registration on the next loop iterations: the ``changed`` topics
         only, or the whole table once a change without one (a deletion) is among them. A change that arrives

@@ -313,3 +313,22 @@ def test_an_empty_pull_is_held_for_the_clients_suspend_time(cluster, client, run
         assert 16.0 <= waited < 17.0, waited
 
     run(main(), timeout=40)
+
+
+def test_a_new_groups_retry_topic_is_routed_before_the_heartbeat_is_answered(cluster, client, run):
+    """RocketMQ's heartbeat creates ``%RETRY%<group>`` and registers it with the name servers before it registers
+    the consumer (whose "consumer ids changed" notice makes the client rebalance at once) and answers. With the
+    registration left for later, that first rebalance found no route for the retry topic and the group's first
+    retries waited for the next rebalance, 20 s later."""
+    b, ns = cluster.broker, cluster.namesrv_addr
+
+    async def main():
+        for n in range(3):
+            group = f"BrandNewG{n}"
+            r = await client.invoke(b.address, heartbeat_cmd(f"c{n}", consumer_group=group, topic="AnyT"))
+            assert r.code == RC.SUCCESS
+            route = await client.invoke(ns, req(RequestCode.GET_ROUTEINFO_BY_TOPIC,
+                                                H.GetRouteInfoRequestHeader(topic=f"%RETRY%{group}")))
+            assert route.code == RC.SUCCESS, route.remark
+
+    run(main())

@@ -3,7 +3,13 @@ QUERY_CONSUMER_OFFSET (14), UPDATE_CONSUMER_OFFSET (15), GET_MAX_OFFSET (30), GE
 SEARCH_OFFSET_BY_TIMESTAMP (29), GET_EARLIEST_MSG_STORETIME (32), CHECK_CLIENT_CONFIG (46). PROTOCOL.md §4.1.5-4.1.7,
 FEATURES.md §5.2, §5.7, §9.1.
 
-All inline (they touch in-memory tables or read mapped memory).
+All inline (they touch in-memory tables or read mapped memory), but for the heartbeat of a consumer group whose
+``%RETRY%<group>`` topic does not exist yet: as RocketMQ's ``createTopicInSendMessageBackMethod`` does, the topic
+is created and registered with the name servers (waiting for their answers) before the consumer is registered,
+so the "consumer ids changed" notice, and the answer, reach the client only once the retry topic has a route.
+The client rebalances at once on that notice; without the route, the group's first retries waited for the next
+rebalance (20 s). Such heartbeats go to the ``heartbeat`` worker group; the others are answered inline while the
+group is idle, which keeps heartbeats in order.
 
 QUERY_CONSUMER_OFFSET without a committed offset answers 0 when the queue's min offset is <= 0 and its first
 entry is not "on disk" (missing, or its commit-log position is within ``accessMessageInMemoryMaxRatio`` of
@@ -31,12 +37,14 @@ from mq.protocol import headers as H
 from mq.protocol.bodies import GetConsumerListByGroupResponseBody, HeartbeatData
 from mq.protocol.codes import LanguageCode, RequestCode, ResponseCode
 from mq.protocol.command import RemotingCommand
+from mq.remoting import DEFER
 
 if TYPE_CHECKING:
     from mq.daemon.broker.controller import BrokerController
 
 log = logging.getLogger(__name__)
 RC = ResponseCode
+HEARTBEAT_GROUP = "heartbeat"
 
 
 def _total_ram() -> int:
@@ -60,7 +68,8 @@ class ClientProcessor:
 
     def register(self, server: Any) -> None:
         R = RequestCode
-        for code, fn in ((R.HEART_BEAT, self.heartbeat), (R.UNREGISTER_CLIENT, self.unregister),
+        server.register(R.HEART_BEAT, self.heartbeat_registering, group=HEARTBEAT_GROUP, inline=self.heartbeat)
+        for code, fn in ((R.UNREGISTER_CLIENT, self.unregister),
                          (R.GET_CONSUMER_LIST_BY_GROUP, self.consumer_list),
                          (R.QUERY_CONSUMER_OFFSET, self.query_offset), (R.UPDATE_CONSUMER_OFFSET, self.update_offset),
                          (R.GET_MAX_OFFSET, self.max_offset), (R.GET_MIN_OFFSET, self.min_offset),
@@ -70,9 +79,39 @@ class ClientProcessor:
             server.register(code, fn)
 
     # -- membership --------------------------------------------------------------------------------------
-    def heartbeat(self, conn: Any, cmd: RemotingCommand) -> RemotingCommand:
-        c = self.c
+    def heartbeat(self, conn: Any, cmd: RemotingCommand) -> Any:
+        """Inline fast path: ``DEFER`` when a consumer group's retry topic must be created first."""
         hb = HeartbeatData.from_json(cmd.body)
+        if self._missing_retry_topics(hb):
+            return DEFER
+        return self._register_clients(conn, cmd, hb)
+
+    async def heartbeat_registering(self, conn: Any, cmd: RemotingCommand) -> RemotingCommand:
+        """Create the groups' missing retry topics and register them with the name servers, then the clients."""
+        hb = HeartbeatData.from_json(cmd.body)
+        created = []
+        for group, queue_nums in self._missing_retry_topics(hb):
+            tc = self.c.topic_config.create_system(T.retry_topic(group), queue_nums, 6)
+            created.append(tc)
+        if created:
+            await self.c.registrar.register_now(created)
+        return self._register_clients(conn, cmd, hb)
+
+    def _missing_retry_topics(self, hb: HeartbeatData) -> list[tuple[str, int]]:
+        """(group, retryQueueNums) of each consumer group whose ``%RETRY%`` topic does not exist yet."""
+        c = self.c
+        missing = []
+        for cd in hb.consumer_data_set:
+            group = cd.group_name
+            if not group or c.topic_config.get(T.retry_topic(group)) is not None:
+                continue
+            sgc = c.subscription_groups.find_or_create(group)
+            if sgc is not None and sgc.retry_queue_nums > 0:
+                missing.append((group, sgc.retry_queue_nums))
+        return missing
+
+    def _register_clients(self, conn: Any, cmd: RemotingCommand, hb: HeartbeatData) -> RemotingCommand:
+        c = self.c
         now = int(time.time() * 1000)
         lang = _language(cmd.language)
         for cd in hb.consumer_data_set:
@@ -83,8 +122,6 @@ class ClientProcessor:
             notify = c.config.notify_consumer_ids_changed_enable
             if sgc is not None:
                 notify = notify and sgc.notify_consumer_ids_changed_enable
-                if sgc.retry_queue_nums > 0:
-                    c.topic_config.create_system(T.retry_topic(group), sgc.retry_queue_nums, 6)
             ch = ClientChannelInfo(conn, hb.client_id, lang, cmd.version, now, conn.remote_addr)
             c.consumers.register(group, ch, cd.consume_type, cd.message_model, cd.consume_from_where,
                                  cd.subscription_data_set, notify=notify)
