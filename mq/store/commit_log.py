@@ -195,6 +195,11 @@ class CommitLog:
                         base = decode_properties(props_s)
                         base.update({P.REAL_TOPIC: topic, P.REAL_QUEUE_ID: str(queue_id),
                                      P.DELAY_TIME_LEVEL: str(lv)})
+                        # RocketMQ re-encodes a parked message from its property map, which still holds the
+                        # WAIT the send path cut from the stored string; delivered, the message carries it
+                        wait = props.get(P.WAIT_STORE_MSG_OK)
+                        if wait is not None:
+                            base.setdefault(P.WAIT_STORE_MSG_OK, wait)
                         props_s = encode_properties(base)
                     topic, queue_id = SCHEDULE_TOPIC, lv - 1
                     prefix = bytes((len(SCHEDULE_TOPIC),)) + SCHEDULE_TOPIC.encode()

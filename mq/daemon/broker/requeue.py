@@ -37,13 +37,15 @@ def load(store: Any, phy_offset: int, size: int | None = None) -> MessageExt | N
 
 def rebuild(msg: MessageExt, topic: str, queue_id: int, props: dict[str, str], *,
             reconsume_times: int | None = None, sys_flag: int | None = None, tags_code: int | None = None,
-            prepared_transaction_offset: int = 0) -> MessageExtBrokerInner:
-    """A new store input carrying ``msg``'s body and origin under ``topic``/``queue_id`` with ``props``."""
+            prepared_transaction_offset: int = 0, properties_string: str | None = None) -> MessageExtBrokerInner:
+    """A new store input carrying ``msg``'s body and origin under ``topic``/``queue_id`` with ``props``; the
+    stored properties are ``properties_string`` when given (the store reads ``props`` for its decisions)."""
     return MessageExtBrokerInner(
         topic=topic, body=msg.body, flag=msg.flag, properties=props, queue_id=queue_id,
         sys_flag=msg.sys_flag if sys_flag is None else sys_flag, born_timestamp=msg.born_timestamp,
         born_host=msg.born_host, reconsume_times=msg.reconsume_times if reconsume_times is None else reconsume_times,
-        prepared_transaction_offset=prepared_transaction_offset, properties_string=encode_properties(props),
+        prepared_transaction_offset=prepared_transaction_offset,
+        properties_string=encode_properties(props) if properties_string is None else properties_string,
         tags_code=tags_code)
 
 

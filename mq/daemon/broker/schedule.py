@@ -8,8 +8,10 @@ queue in order from ``offsetTable[level]``:
   queue's [min, max] is reset to the nearer end;
 - a unit whose deliver time is in the future -> sleep until then (at most the poll interval) and look again;
   a deliver time beyond now + the level's delay (clock skew) is treated as now;
-- a due unit: the record is read, DELAY removed, topic/queue set back to REAL_TOPIC/REAL_QID (the REAL_*
-  properties stay, as in RocketMQ), WAIT=false, tags code recomputed from TAGS, and put. A record that is gone
+- a due unit: the record is read, topic/queue set back to REAL_TOPIC/REAL_QID, tags code recomputed from TAGS,
+  and put with the parked record's properties as they are (DELAY, the producer's WAIT and the REAL_* properties
+  stay, as RocketMQ 4.9.7's ``messageTimeup`` stores them: it computes the properties string before clearing
+  DELAY and setting WAIT=false, which only steer the put: no redirect, no waiting for the flush). A record that is gone
   is skipped; a real topic of RMQ_SYS_TRANS_HALF_TOPIC is dropped; a failed put is retried at the same unit
   after the poll interval. Success -> ``offsetTable[level] = unit + 1``.
 
@@ -27,6 +29,7 @@ from typing import TYPE_CHECKING
 
 from mq.common import properties as P
 from mq.common import topic as T
+from mq.common.properties import encode_properties
 from mq.daemon.broker.requeue import STORED, load, put_async, rebuild, restore_real
 from mq.daemon.runtime import cancel_tasks
 from mq.store.config_files import DelayOffsetFile
@@ -158,7 +161,8 @@ class ScheduleMessageService:
             log.warning("schedule: message %s targets the half topic; dropped", msg.msg_id)
             return True
         props[P.WAIT_STORE_MSG_OK] = "false"
-        res = await put_async(store, rebuild(msg, topic, queue_id, props))
+        res = await put_async(store, rebuild(msg, topic, queue_id, props,
+                                             properties_string=encode_properties(msg.properties)))
         if res.status in STORED:
             self.delivered += 1
             return True

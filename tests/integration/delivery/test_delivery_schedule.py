@@ -27,6 +27,7 @@ def test_levels_1_and_3_on_time(namesrv, broker_factory, run, client_config):
             for level in (1, 3):
                 m = Message("TopicS1", f"level{level}".encode(), properties={P.TAGS: f"L{level}"})
                 m.delay_time_level = level
+                m.wait_store_msg_ok = True  # WAIT=true, as Java's Message sets it
                 r = await p.send(m)
                 sent[r.msg_id] = (level, time.time() * 1000)
             await wait_for(lambda: len(stored_records(broker, "TopicS1")) >= 2, 15)
@@ -35,14 +36,22 @@ def test_levels_1_and_3_on_time(namesrv, broker_factory, run, client_config):
     sent = run(go(), 30)
     got = stored_records(broker, "TopicS1")
     assert len(got) == 2
+    parked = {m.properties[P.UNIQ_CLIENT_MESSAGE_ID_KEYIDX]: m
+              for m in stored_records(broker, "SCHEDULE_TOPIC_XXXX", queues=4)}
     for m in got:
-        level, t_send = sent[m.properties[P.UNIQ_CLIENT_MESSAGE_ID_KEYIDX]]
+        uniq = m.properties[P.UNIQ_CLIENT_MESSAGE_ID_KEYIDX]
+        level, t_send = sent[uniq]
         want = {1: 1000, 3: 4000}[level]
         late = m.store_timestamp - t_send - want
         assert -1000 <= late <= 1000, (level, late)
-        assert P.DELAY_TIME_LEVEL not in m.properties
-        assert m.properties[P.REAL_TOPIC] == "TopicS1"  # kept, as RocketMQ does
+        # RocketMQ 4.9.7's ScheduleMessageService.messageTimeup stores the parked message's properties string as
+        # it is: DELAY=<level> and the producer's WAIT survive (getDelayTimeLevel() returns the level), and so do
+        # REAL_TOPIC / REAL_QID
+        assert m.properties[P.DELAY_TIME_LEVEL] == str(level)
+        assert m.properties[P.WAIT_STORE_MSG_OK] == "true"
+        assert m.properties[P.REAL_TOPIC] == "TopicS1"
         assert m.properties[P.TAGS] == f"L{level}"
+        assert list(m.properties.items()) == list(parked[uniq].properties.items())
     # the consume queue of the real topic carries the tag hash, not the deliver time
     from mq.common.tags import tags_code
     for q in range(4):
