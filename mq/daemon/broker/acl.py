@@ -225,6 +225,17 @@ def _resource_perms(items: object, group: bool, where: str) -> dict[str, Perm]:
     return out
 
 
+def _text(value: object) -> str | None:
+    """A scalar as RocketMQ reads it into a String field (fastjson's castToString): ``secretKey: 12345678``, a
+    YAML integer in RocketMQ's own plain_acl.yml, is the text "12345678"; None for a missing value or a list or
+    mapping."""
+    if value is None or isinstance(value, (list, dict)):
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
 def parse_acl_document(data: object, source: str) -> PlainAclConfig:
     """One plain_acl.yml document -> rules; ConfigError naming the file and the entry that is wrong."""
     if data is None:
@@ -243,8 +254,8 @@ def parse_acl_document(data: object, source: str) -> PlainAclConfig:
         where = f"{source}: accounts[{i}]"
         if not isinstance(raw, dict):
             raise ConfigError(f"{where}: expected a mapping")
-        ak, sk = raw.get("accessKey"), raw.get("secretKey")
-        if not isinstance(ak, str) or not isinstance(sk, str) or len(ak) < MIN_KEY_LENGTH or len(sk) < MIN_KEY_LENGTH:
+        ak, sk = _text(raw.get("accessKey")), _text(raw.get("secretKey"))
+        if ak is None or sk is None or len(ak) < MIN_KEY_LENGTH or len(sk) < MIN_KEY_LENGTH:
             raise ConfigError(f"{where}: accessKey and secretKey are required and must be longer than "
                               f"{MIN_KEY_LENGTH - 1} characters")
         if ak in accounts:

@@ -200,3 +200,33 @@ def test_extra_files_in_the_acl_directory_add_accounts(tmp_path):
 def test_missing_file_is_a_clear_start_error(tmp_path):
     with pytest.raises(ConfigError, match="does not exist"):
         PlainAccessValidator(tmp_path / "nope.yml")
+
+
+def test_rocketmqs_stock_plain_acl_yml_loads(tmp_path):
+    """RocketMQ's distribution ships ``secretKey: 12345678``, a YAML integer; RocketMQ reads it as the text
+    "12345678" (and so the access key, were it a number). The broker must start with that file."""
+    path = tmp_path / "plain_acl.yml"
+    path.write_text(textwrap.dedent("""\
+        globalWhiteRemoteAddresses:
+          - 10.10.103.*
+          - 192.168.0.*
+        accounts:
+          - accessKey: RocketMQ
+            secretKey: 12345678
+            whiteRemoteAddress:
+            admin: false
+            defaultTopicPerm: DENY
+            defaultGroupPerm: SUB
+            topicPerms:
+              - topicB=PUB|SUB
+          - accessKey: 87654321
+            secretKey: 12345678
+            whiteRemoteAddress: 192.168.1.*
+            admin: true
+        """))
+    v = PlainAccessValidator(path)
+    assert v.config.accounts["RocketMQ"].secret_key == "12345678"
+    assert v.config.accounts["87654321"].secret_key == "12345678"
+    assert v.check("127.0.0.1:1", _signed(R.SEND_MESSAGE_V2, {"a": "PG", "b": "topicB"})) is None
+    with pytest.raises(ConfigError, match="longer than 6"):
+        parse_acl_document({"accounts": [{"accessKey": "RocketMQ", "secretKey": ["12345678"]}]}, "f.yml")
