@@ -40,10 +40,11 @@ def validate_topic(topic: str | None) -> str:
     if topic is None or not topic.strip():
         raise InvalidTopicError("The specified topic is blank.")
     if not _VALID.match(topic):
-        raise InvalidTopicError(
-            f"The specified topic[{topic}] contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$")
+        raise InvalidTopicError(  # RocketMQ's TopicValidator text, then the topic
+            f"The specified topic contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$ (topic: {topic})")
     if len(topic) > TOPIC_MAX_LENGTH:
-        raise InvalidTopicError(f"The specified topic is longer than topic max length {TOPIC_MAX_LENGTH}.")
+        raise InvalidTopicError(f"The specified topic is longer than topic max length. ({len(topic)} characters, "
+                                f"{TOPIC_MAX_LENGTH} at most)")
     return topic
 
 

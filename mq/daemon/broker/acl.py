@@ -12,7 +12,10 @@ With ``aclEnable`` every request is checked before its processor runs, in this o
 8. each resource the request needs (below) against the account's topicPerms / groupPerms, else its
    defaultTopicPerm / defaultGroupPerm                           -> "No default permission for topic:<t>"
 
-A refusal is answered SYSTEM_ERROR with the remark ``org.apache.rocketmq.acl.common.AclException: <reason>``.
+A refusal is answered SYSTEM_ERROR with RocketMQ's remark, ``org.apache.rocketmq.acl.common.AclException:
+<reason>, <the Java frame that threw it>`` (RocketMQ's ``RemotingHelper.exceptionSimpleDesc``), e.g.
+``...: Check signature failed for accessKey=RocketMQ,
+org.apache.rocketmq.acl.plain.PlainPermissionManager.validate(PlainPermissionManager.java:683)``.
 
 Resources a request needs (``%RETRY%<group>`` stands for the group):
 
@@ -64,6 +67,11 @@ ADMIN_CODES = frozenset((R.UPDATE_AND_CREATE_TOPIC, R.UPDATE_BROKER_CONFIG, R.DE
                          R.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, R.DELETE_SUBSCRIPTIONGROUP,
                          R.UPDATE_AND_CREATE_ACL_CONFIG, R.DELETE_ACL_CONFIG, R.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG))
 MIN_KEY_LENGTH = 7  # "longer than 6"
+_PPM = "org.apache.rocketmq.acl.plain.PlainPermissionManager"
+#: where RocketMQ 4.9.7 throws each refusal: the frame its remark names after the message
+_VALIDATE = _PPM + ".validate(PlainPermissionManager.java:{})"
+_CHECK_PERM = _PPM + ".checkPerm(PlainPermissionManager.java:{})"
+_PARSE = "org.apache.rocketmq.acl.plain.PlainAccessValidator.parse(PlainAccessValidator.java:134)"
 RELOAD_CHECK_S = 1.0
 
 
@@ -362,8 +370,19 @@ def client_ip(remote_addr: str) -> str:
 
 
 # -- the validator --------------------------------------------------------------------------------------------
+class Refusal(str):
+    """Why a request is refused (RocketMQ's AclException message), with the Java frame RocketMQ's remark names."""
+
+    frame: str
+
+    def __new__(cls, reason: str, frame: str) -> "Refusal":
+        obj = super().__new__(cls, reason)
+        obj.frame = frame
+        return obj
+
+
 class PlainAccessValidator:
-    """Checks requests against plain_acl.yml; ``check`` returns None or the reason for refusing."""
+    """Checks requests against plain_acl.yml; ``check`` returns None or the ``Refusal``."""
 
     def __init__(self, main_file: Path) -> None:
         self.main_file = main_file
@@ -403,7 +422,7 @@ class PlainAccessValidator:
                  len(config.global_white))
         return True
 
-    def check(self, remote_addr: str, cmd: RemotingCommand) -> str | None:
+    def check(self, remote_addr: str, cmd: RemotingCommand) -> Refusal | None:
         self.reload_if_changed()
         config = self.config
         ip = client_ip(remote_addr)
@@ -413,35 +432,40 @@ class PlainAccessValidator:
         fields = cmd.ext_fields
         access_key = fields.get(ACCESS_KEY)
         if access_key is None:
-            return "No accessKey is configured"
+            return Refusal("No accessKey is configured", _VALIDATE.format(663))
         account = config.accounts.get(access_key)
         if account is None:
-            return f"No acl config for {access_key}"
+            return Refusal(f"No acl config for {access_key}", _VALIDATE.format(667))
         if account.white(ip):
             return None
         try:
             need = required_resources(cmd)
         except Exception as exc:  # a body the validator cannot read is refused, as Java's parse fails
-            return f"cannot read the request to check its permissions: {exc}"
+            return Refusal(f"cannot read the request to check its permissions: {exc}", _PARSE)
         if not signature_matches(fields, cmd.body, account.secret_key):
-            return f"Check signature failed for accessKey={access_key}"
+            return Refusal(f"Check signature failed for accessKey={access_key}", _VALIDATE.format(683))
         if need.get(TRACE_TOPIC) == Perm.PUB:
             return None
         if cmd.code in ADMIN_CODES and not account.admin:
-            return f"Need admin permission for request code={cmd.code}, but accessKey={access_key} is not"
+            return Refusal(f"Need admin permission for request code={cmd.code}, but accessKey={access_key} is not",
+                           _CHECK_PERM.format(580))
         if not need or (account.perms is None and account.admin):
             return None
         owned = account.perms or {}
         for resource, perm in need.items():
             have = owned.get(resource)
+            line = 610  # the account names the resource
             if have is None:
                 have = account.default_group_perm if resource.startswith(RETRY_PREFIX) else account.default_topic_perm
+                line = 605
             if not check_permission(perm, have):
-                return f"No default permission for {_describe(resource)}"
+                return Refusal(f"No default permission for {_describe(resource)}", _CHECK_PERM.format(line))
         return None
 
     def refusal_remark(self, reason: str) -> str:
-        return f"{ACL_EXCEPTION}: {reason}"
+        """RocketMQ's remark: the exception, its message and the frame that threw it."""
+        frame = getattr(reason, "frame", None)
+        return f"{ACL_EXCEPTION}: {reason}, {frame}" if frame else f"{ACL_EXCEPTION}: {reason}"
 
     # -- changes from mqadmin (UPDATE_AND_CREATE_ACL_CONFIG, DELETE_ACL_CONFIG, UPDATE_GLOBAL_WHITE_ADDRS_CONFIG)
     def update_account(self, entry: dict[str, Any]) -> None:

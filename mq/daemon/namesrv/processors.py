@@ -21,6 +21,7 @@ from mq.protocol.bodies import (DataVersion, KVTable, RegisterBrokerBody, TopicC
                                 standard_json_for)
 from mq.protocol.codes import RequestCode, ResponseCode
 from mq.protocol.command import RemotingCommand
+from mq.protocol.remarks import suggest_todo
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +86,8 @@ class NamesrvProcessors:
             route = self.table.pickup_route(hdr.topic)
             if route is None:
                 return cmd.response(ResponseCode.TOPIC_NOT_EXIST,
-                                    f"No topic route info in name server for the topic: {hdr.topic}")
+                                    f"No topic route info in name server for the topic: {hdr.topic}"
+                                    f"{suggest_todo()}")
             if self.config.order_message_enable:
                 route.order_topic_conf = self.kv.get(ORDER_TOPIC_CONFIG_NAMESPACE, hdr.topic)
             body = route.to_json(standard=standard)

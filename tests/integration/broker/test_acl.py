@@ -137,7 +137,10 @@ def test_a_denied_group_cannot_pull_and_an_edited_file_applies_without_restart(a
 
     resp = run(pull("AclBanned"))
     assert resp.code == C.SYSTEM_ERROR
-    assert resp.remark == "org.apache.rocketmq.acl.common.AclException: No default permission for group:AclBanned"
+    # RocketMQ's remark word for word: the exception, its message and the frame that threw it
+    assert resp.remark == ("org.apache.rocketmq.acl.common.AclException: No default permission for group:AclBanned, "
+                           "org.apache.rocketmq.acl.plain.PlainPermissionManager.checkPerm("
+                           "PlainPermissionManager.java:610)")
     path.write_text(ACL.replace("AclBanned=DENY", "AclBanned=SUB"))
     os.utime(path, ns=(time.time_ns(), time.time_ns() + 10**9))
     deadline = time.monotonic() + 5

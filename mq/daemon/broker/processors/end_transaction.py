@@ -102,7 +102,7 @@ class EndTransactionProcessor:
                 return cmd.response(RC.MESSAGE_ILLEGAL, redirected)
         res = await put_async(c.store, inner)
         if res.status not in STORED:
-            return put_status_response(cmd, res, c.store.config.max_message_size)
+            return put_status_response(cmd, res, c.store.config)
         c.stats.on_put(1)
         await svc.write_op(half)
         self.committed += 1

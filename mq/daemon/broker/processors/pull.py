@@ -55,6 +55,7 @@ from mq.protocol.bodies import MessageModel, TopicConfig
 from mq.protocol.codes import RequestCode, ResponseCode
 from mq.protocol.command import RemotingCommand
 from mq.protocol.headers import PullMessageRequestHeader, PullMessageResponseHeader
+from mq.protocol import remarks as R
 from mq.store.status import GetMessageStatus, PutMessageStatus
 
 if TYPE_CHECKING:
@@ -105,11 +106,11 @@ class PullProcessor:
         cfg = c.config
         group, topic, qid = h.consumer_group, h.topic, h.queue_id
         if not cfg.broker_permission & PERM_READ:
-            return cmd.response(RC.NO_PERMISSION, f"the broker[{c.address}] pulling message is forbidden")
+            return cmd.response(RC.NO_PERMISSION, f"the broker[{cfg.advertised_host}] pulling message is forbidden")
         sgc = c.subscription_groups.find_or_create(group)
         if sgc is None:
-            return cmd.response(RC.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group [{group}] does not exist, "
-                                "https://rocketmq.apache.org/docs/bestPractice/06FAQ")
+            return cmd.response(RC.SUBSCRIPTION_GROUP_NOT_EXIST,
+                                f"subscription group [{group}] does not exist, {R.suggest_todo()}")
         if not sgc.consume_enable:
             return cmd.response(RC.NO_PERMISSION, f"subscription group no permission, {group}")
         flag = h.sys_flag
@@ -117,8 +118,7 @@ class PullProcessor:
         if tc is None and c.is_slave:
             tc = self._replicated_topic(topic)
         if tc is None:
-            return cmd.response(RC.TOPIC_NOT_EXIST, f"topic[{topic}] not exist, apply first please! "
-                                "https://rocketmq.apache.org/docs/bestPractice/06FAQ")
+            return cmd.response(RC.TOPIC_NOT_EXIST, R.topic_not_exist(topic, pulling=True))
         if not tc.perm & PERM_READ:
             return cmd.response(RC.NO_PERMISSION, f"the topic[{topic}] pulling message is forbidden")
         if qid < 0 or qid >= tc.read_queue_nums:
@@ -140,13 +140,14 @@ class PullProcessor:
         else:
             info = c.consumers.get(group)
             if info is None:
-                return cmd.response(RC.SUBSCRIPTION_NOT_EXIST, f"the consumer's group info not exist, {group}")
+                return cmd.response(RC.SUBSCRIPTION_NOT_EXIST, f"the consumer's group info not exist{R.suggest_todo()}")
             if not sgc.consume_broadcast_enable and info.message_model == MessageModel.BROADCASTING:
                 return cmd.response(RC.NO_PERMISSION, f"the consumer group[{group}] can not consume by broadcast "
                                     "way")
             sd = info.subscriptions.get(topic)
             if sd is None:
-                return cmd.response(RC.SUBSCRIPTION_NOT_EXIST, f"the consumer's subscription not exist, {topic}")
+                return cmd.response(RC.SUBSCRIPTION_NOT_EXIST,
+                                    f"the consumer's subscription not exist{R.suggest_todo()}")
             if sd.sub_version < h.sub_version:
                 return cmd.response(RC.SUBSCRIPTION_NOT_LATEST, f"the consumer's subscription not latest, {topic}")
             etype = sd.expression_type

@@ -30,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mq.common import properties as P
@@ -39,14 +40,17 @@ from mq.common.hosts import pack_host
 from mq.common.message import MessageExtBrokerInner
 from mq.common.properties import decode_properties, encode_properties
 from mq.common.record import iter_batch
+from mq.config import StoreConfig
 from mq.daemon.broker.flow_control import SEND_GROUP, os_page_cache_busy
 from mq.daemon.broker.topic_config import PERM_WRITE
 from mq.daemon.broker.timer.service import TimerMessageService
 from mq.errors import InvalidTopicError, RemoteProtocolError
 from mq.protocol.codes import RequestCode, ResponseCode
 from mq.protocol.command import RemotingCommand
+from mq.protocol import remarks
 from mq.protocol.headers import SendMessageRequestHeader, SendMessageRequestHeaderV2, SendMessageResponseHeader
 from mq.remoting import DEFER, TIMEOUT_CLEAN_PREFIX, RejectRequest, request_context
+from mq.store.cleaner import disk_used_ratio
 from mq.store.status import PutMessageResult, PutMessageStatus
 
 if TYPE_CHECKING:
@@ -95,21 +99,33 @@ def born_host_of(conn: Any) -> bytes:
     return b
 
 
-def put_status_response(cmd: RemotingCommand, res: PutMessageResult, max_size: int) -> RemotingCommand | None:
-    """The error response for a put that did not store; None when the message is stored."""
+def disk_util(store_config: StoreConfig) -> str:
+    """RocketMQ's ``diskUtil()``: the used fraction of the commit log's, consume queues' and index's partitions."""
+    root = Path(store_config.store_path_root_dir)
+    logs = [p for p in (store_config.store_path_commit_log or "").split(",") if p.strip()] or [root / "commitlog"]
+    cl = min(100.0, *(disk_used_ratio(Path(p.strip()) if isinstance(p, str) else p) for p in logs))
+    return (f"CL: {cl:5.2f} CQ: {disk_used_ratio(root / 'consumequeue'):5.2f} "
+            f"INDEX: {disk_used_ratio(root / 'index'):5.2f}")
+
+
+def put_status_response(cmd: RemotingCommand, res: PutMessageResult,
+                        store_config: StoreConfig) -> RemotingCommand | None:
+    """The error response for a put that did not store; None when the message is stored. The remarks are
+    RocketMQ's, with the store's own reason added at the end."""
+    max_size = store_config.max_message_size
     st = res.status
     if st in _STATUS_CODES:
         return None
     if st is _S.MESSAGE_ILLEGAL or st is _S.PROPERTIES_SIZE_EXCEEDED:
         return cmd.response(RC.MESSAGE_ILLEGAL,
                             f"the message is illegal, maybe msg body or properties length not matched. msg body "
-                            f"length limit {max_size}B, properties length limit {P.MAX_PROPERTIES_LENGTH}B. "
+                            f"length limit {max_size}B, msg properties length limit 32KB. "
                             f"({res.remark or st.name})")
     if st is _S.SERVICE_NOT_AVAILABLE:
         return cmd.response(RC.SERVICE_NOT_AVAILABLE,
                             f"service not available now. It may be caused by one of the following reasons: the "
-                            f"broker's disk is full, messages are put to the slave, message store has been shut "
-                            f"down, etc. ({res.remark})")
+                            f"broker's disk is full [{disk_util(store_config)}], messages are put to the slave, "
+                            f"message store has been shut down, etc. ({res.remark})")
     if st is _S.OS_PAGECACHE_BUSY:
         return cmd.response(RC.SYSTEM_ERROR, "[PC_SYNCHRONIZED]broker busy, start flow control for a while")
     if st is _S.CREATE_MAPPED_FILE_FAILED:
@@ -274,7 +290,7 @@ class SendProcessor:
     def _response(self, cmd: RemotingCommand, res: PutMessageResult, queue_id: int) -> RemotingCommand:
         code = _STATUS_CODES.get(res.status)
         if code is None:
-            return put_status_response(cmd, res, self.c.store.config.max_message_size)  # type: ignore[return-value]
+            return put_status_response(cmd, res, self.c.store.config)  # type: ignore[return-value]
         # counted under the topic stored (the half topic, the schedule topic or a DLQ), as Java does
         self.c.stats.on_topic_put(res.topic or cmd.ext_fields.get("b") or cmd.ext_fields.get("topic"),
                                   res.msg_num, res.wrote_bytes)
@@ -292,7 +308,8 @@ class SendProcessor:
                                 f"service not available now: the broker[{c.address}] is a SLAVE of "
                                 f"{c.broker_name}; messages are sent to its master (brokerId 0)")
         if not c.config.broker_permission & PERM_WRITE:
-            return cmd.response(RC.NO_PERMISSION, f"the broker[{c.address}] sending message is forbidden")
+            return cmd.response(RC.NO_PERMISSION,
+                                f"the broker[{c.config.advertised_host}] sending message is forbidden")
         if topic not in self._sendable:  # checked once per topic name
             try:
                 T.validate_topic(topic)
@@ -311,13 +328,12 @@ class SendProcessor:
                 tc = tcm.create_in_send(topic, h.default_topic, h.default_topic_queue_nums,
                                         getattr(h, "topic_sys_flag", 0) or 0)
             if tc is None:
-                return cmd.response(RC.TOPIC_NOT_EXIST, f"topic[{topic}] not exist, apply first please! "
-                                    "https://rocketmq.apache.org/docs/bestPractice/06FAQ")
+                return cmd.response(RC.TOPIC_NOT_EXIST, remarks.topic_not_exist(topic))
         queue_id = h.queue_id
         limit = max(tc.read_queue_nums, tc.write_queue_nums)
         if queue_id >= limit:
-            return cmd.response(RC.SYSTEM_ERROR, f"request queueId[{queue_id}] is illegal, {tc} Producer: "
-                                f"{conn.remote_addr}")
+            return cmd.response(RC.SYSTEM_ERROR, f"request queueId[{queue_id}] is illegal, "
+                                f"{remarks.topic_config_string(tc)} Producer: {conn.remote_addr}")
         if queue_id < 0:
             queue_id = random.randrange(99_999_999) % max(1, tc.write_queue_nums)
         if not tc.perm & PERM_WRITE:
@@ -386,8 +402,7 @@ class SendProcessor:
         group = topic[len(T.RETRY_GROUP_TOPIC_PREFIX):]
         sgc = c.subscription_groups.find_or_create(group)
         if sgc is None:
-            return cmd.response(RC.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group not exist, {group} "
-                                "https://rocketmq.apache.org/docs/bestPractice/06FAQ")
+            return cmd.response(RC.SUBSCRIPTION_GROUP_NOT_EXIST, remarks.subscription_group_not_exist(group))
         max_times = sgc.retry_max_times
         if cmd.version >= VERSION_MAX_RECONSUME_OVERRIDE and h.max_reconsume_times is not None:
             max_times = h.max_reconsume_times

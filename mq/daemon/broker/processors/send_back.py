@@ -29,6 +29,7 @@ from mq.daemon.broker.topic_config import PERM_WRITE
 from mq.protocol.codes import RequestCode, ResponseCode
 from mq.protocol.command import RemotingCommand
 from mq.protocol.headers import ConsumerSendMsgBackRequestHeader
+from mq.protocol.remarks import subscription_group_not_exist
 
 if TYPE_CHECKING:
     from mq.daemon.broker.controller import BrokerController
@@ -54,10 +55,10 @@ class SendBackProcessor:
         h = ConsumerSendMsgBackRequestHeader.from_ext(cmd.ext_fields)
         sgc = c.subscription_groups.find_or_create(h.group)
         if sgc is None:
-            return cmd.response(RC.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group not exist, {h.group} "
-                                "https://rocketmq.apache.org/docs/bestPractice/06FAQ")
+            return cmd.response(RC.SUBSCRIPTION_GROUP_NOT_EXIST, subscription_group_not_exist(h.group))
         if not c.config.broker_permission & PERM_WRITE:
-            return cmd.response(RC.NO_PERMISSION, f"the broker[{c.address}] sending message is forbidden")
+            return cmd.response(RC.NO_PERMISSION,
+                                f"the broker[{c.config.advertised_host}] sending message is forbidden")
         if sgc.retry_queue_nums <= 0:
             return cmd.response(RC.SUCCESS)
         retry = T.retry_topic(h.group)
