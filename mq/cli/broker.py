@@ -71,7 +71,7 @@ def start(ctx: click.Context, namesrv: str | None, host: str | None, port: int |
         namesrv = getattr(ctx.obj, "namesrv", None) or "127.0.0.1:9876"
     bcfg, scfg = build_configs(config_file, namesrv=namesrv, host=host, port=port, advertise=advertise,
                                store=store, broker_name=broker_name, cluster=cluster, broker_id=broker_id)
-    pid_file = pid_file or runtime.default_pid_file("broker")
+    pid_file = pid_file or runtime.default_pid_file("broker", bcfg.listen_port, bcfg.broker_name)
     existing = runtime.running_pid(pid_file)
     if existing is not None:
         raise runtime.DaemonError(f"a broker is already running (pid {existing}, pid file {pid_file})")
@@ -85,8 +85,9 @@ def start(ctx: click.Context, namesrv: str | None, host: str | None, port: int |
             argv += ["--advertise", bcfg.broker_ip1]
         if config_file:
             argv += ["--config", str(config_file)]
-        pid, log_file = runtime.start_detached(argv, kind="broker", host=bcfg.host, port=bcfg.listen_port,
-                                               pid_file=pid_file, log_file=log_file)
+        log_file = log_file or runtime.default_log_file("broker", bcfg.listen_port, bcfg.broker_name)
+        pid, log_file = runtime.start_detached(argv, host=bcfg.host, port=bcfg.listen_port, pid_file=pid_file,
+                                               log_file=log_file)
         click.echo(f"broker {bcfg.broker_name} started: {bcfg.advertised_host}:{bcfg.listen_port} (pid {pid}, "
                    f"store {scfg.store_path_root_dir}, log {log_file})")
         return

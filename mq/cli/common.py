@@ -45,13 +45,15 @@ async def gather_bounded(fn: Callable[[Any], Awaitable[T]], items: Iterable[Any]
 
 def daemon_options(kind: str):
     """--daemon, --pid-file, --log-file and --log-level for ``mq KIND start``."""
+    key = f"{kind}-<brokerName>-<port>" if kind == "broker" else f"{kind}-<port>"
+
     def wrap(f):
         for opt in reversed((
             click.option("--daemon", is_flag=True, help="Detach, write a pid file and log to a file."),
             click.option("--pid-file", type=click.Path(dir_okay=False, path_type=Path), default=None,
-                         help=f"Pid file.  [default: ~/.mq/run/{kind}.pid]"),
+                         help=f"Pid file.  [default: ~/.mq/run/{key}.pid]"),
             click.option("--log-file", type=click.Path(dir_okay=False, path_type=Path), default=None,
-                         help=f"Log file with --daemon.  [default: ~/.mq/logs/{kind}.log]"),
+                         help=f"Log file with --daemon.  [default: ~/.mq/logs/{key}.log]"),
             click.option("--log-level", default="INFO", show_default=True),
         )):
             f = opt(f)
@@ -60,18 +62,33 @@ def daemon_options(kind: str):
 
 
 def stop_command(group: click.Group, kind: str, label: str, timeout: float):
-    """``mq KIND stop``: find the daemon through its pid file, SIGTERM it and wait for it to exit."""
-    @group.command("stop")
-    @click.option("--pid-file", type=click.Path(dir_okay=False, path_type=Path), default=None,
-                  help=f"Pid file.  [default: ~/.mq/run/{kind}.pid]")
-    @click.option("--timeout", type=float, default=timeout, show_default=True, help="Seconds to wait for exit.")
-    def stop(pid_file: Path | None, timeout: float) -> None:
+    """``mq KIND stop``: find the daemon(s) through their pid files, SIGTERM each and wait for it to exit."""
+    options = [
+        click.option("--port", type=int, default=None, help=f"Stop the {label} listening on this port."),
+        click.option("--all", "every", is_flag=True, help=f"Stop every {label} started from this $MQ_HOME."),
+        click.option("--pid-file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+                     help="Stop the daemon named in this pid file (one started with --pid-file)."),
+        click.option("--timeout", type=float, default=timeout, show_default=True, help="Seconds to wait for exit."),
+    ]
+    if kind == "broker":
+        options.insert(1, click.option("--broker-name", "name", default=None, help="Stop the broker of this name."))
+
+    def stop(port: int | None, every: bool, pid_file: Path | None, timeout: float, name: str | None = None) -> None:
         from mq.daemon import runtime
 
-        pid_file = pid_file or runtime.default_pid_file(kind)
-        pid = runtime.stop_by_pid_file(pid_file, kind=label, timeout=timeout)
-        click.echo(f"{label} stopped (pid {pid})")
+        if pid_file is not None:
+            files = [pid_file]
+        else:
+            files = [i.pid_file for i in runtime.select_instances(kind, label, port=port, name=name, every=every)]
+        for path in files:
+            pid = runtime.stop_by_pid_file(path, kind=label, timeout=timeout)
+            click.echo(f"{label} stopped (pid {pid}, pid file {path})")
 
-    stop.__doc__ = f"Stop the {label} started with --daemon (found through its pid file)."
+    for opt in reversed(options):
+        stop = opt(stop)
+    stop = group.command("stop")(stop)
+    stop.__doc__ = (f"Stop the {label} started with --daemon, found through its pid file: the only one running, "
+                    f"or the one picked with --port{' / --broker-name' if kind == 'broker' else ''}, or all of "
+                    f"them with --all.")
     stop.help = stop.__doc__
     return stop

@@ -33,7 +33,7 @@ def start(host: str | None, port: int | None, config_file: Path | None, daemon: 
         else NamesrvConfig()
     overrides = {k: v for k, v in (("host", host), ("listen_port", port)) if v is not None}
     cfg = dataclasses.replace(cfg, **overrides)
-    pid_file = pid_file or runtime.default_pid_file("namesrv")
+    pid_file = pid_file or runtime.default_pid_file("namesrv", cfg.listen_port)
 
     existing = runtime.running_pid(pid_file)
     if existing is not None:
@@ -44,8 +44,9 @@ def start(host: str | None, port: int | None, config_file: Path | None, daemon: 
                 str(cfg.listen_port), "--pid-file", str(pid_file), "--log-level", log_level]
         if config_file:
             argv += ["--config", str(config_file)]
-        pid, log_file = runtime.start_detached(argv, kind="namesrv", host=cfg.host, port=cfg.listen_port,
-                                               pid_file=pid_file, log_file=log_file)
+        pid, log_file = runtime.start_detached(argv, host=cfg.host, port=cfg.listen_port, pid_file=pid_file,
+                                               log_file=log_file or runtime.default_log_file("namesrv",
+                                                                                             cfg.listen_port))
         click.echo(f"name server started: {cfg.host}:{cfg.listen_port} (pid {pid}, log {log_file})")
         return
 

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import errno
 import logging
 import logging.handlers
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -46,12 +48,72 @@ def mq_home() -> Path:
     return Path(os.environ.get("MQ_HOME") or Path.home() / ".mq")
 
 
-def default_pid_file(kind: str) -> Path:
-    return mq_home() / "run" / f"{kind}.pid"
+def instance_name(kind: str, port: int, name: str | None = None) -> str:
+    """The key of one daemon on this machine: ``namesrv-9876``, ``broker-broker-a-10911``. Several name servers
+    and brokers run side by side (several clusters, parallel tests), each with its own pid and log file."""
+    parts = [kind] + ([re.sub(r"[^A-Za-z0-9_.-]", "_", name)] if name else []) + [str(port)]
+    return "-".join(parts)
 
 
-def default_log_file(kind: str) -> Path:
-    return mq_home() / "logs" / f"{kind}.log"
+def default_pid_file(kind: str, port: int, name: str | None = None) -> Path:
+    return mq_home() / "run" / f"{instance_name(kind, port, name)}.pid"
+
+
+def default_log_file(kind: str, port: int, name: str | None = None) -> Path:
+    return mq_home() / "logs" / f"{instance_name(kind, port, name)}.log"
+
+
+@dataclasses.dataclass(frozen=True)
+class Instance:
+    """A daemon found through its pid file in ``$MQ_HOME/run``."""
+
+    pid_file: Path
+    pid: int
+    #: from the file's name; None for a pid file of an older version (``namesrv.pid``, ``broker.pid``)
+    port: int | None
+    name: str | None
+
+    def describe(self) -> str:
+        what = " ".join(x for x in (self.name, f"port {self.port}" if self.port is not None else None) if x)
+        return f"{what or 'unknown port'} (pid {self.pid}, pid file {self.pid_file})"
+
+
+def running_instances(kind: str) -> list[Instance]:
+    """Every live daemon of ``kind`` with a pid file in ``$MQ_HOME/run``, ordered by name and port."""
+    found = []
+    run_dir = mq_home() / "run"
+    for path in sorted(run_dir.glob(f"{kind}*.pid")) if run_dir.is_dir() else []:
+        stem = path.stem
+        port: int | None = None
+        name: str | None = None
+        if stem != kind:
+            if not stem.startswith(kind + "-"):
+                continue
+            rest, _, tail = stem[len(kind) + 1:].rpartition("-")
+            if not tail.isdigit():
+                continue
+            port, name = int(tail), rest or None
+        pid = running_pid(path)
+        if pid is not None:
+            found.append(Instance(path, pid, port, name))
+    return found
+
+
+def select_instances(kind: str, label: str, *, port: int | None = None, name: str | None = None,
+                     every: bool = False) -> list[Instance]:
+    """The running daemons ``mq KIND stop`` means: the one on ``port`` / named ``name``, every one with
+    ``every``, else the only one; DaemonError naming the candidates when that is ambiguous or none runs."""
+    live = running_instances(kind)
+    chosen = [i for i in live if (port is None or i.port == port) and (name is None or i.name == name)]
+    wanted = " ".join(x for x in (name, f"on port {port}" if port is not None else None) if x)
+    if not chosen:
+        where = mq_home() / "run"
+        raise DaemonError(f"no running {label} found{' ' + wanted if wanted else ''} (pid files in {where})")
+    if len(chosen) > 1 and not every:
+        listing = "; ".join(i.describe() for i in chosen)
+        raise DaemonError(f"{len(chosen)} {label}s are running: {listing}; pick one with --port"
+                          f"{' or --broker-name' if kind == 'broker' else ''}, or stop them all with --all")
+    return chosen
 
 
 def setup_logging(level: str = "INFO", log_file: Path | None = None) -> None:
@@ -193,10 +255,8 @@ def describe_bind_error(exc: OSError, host: str, port: int) -> str:
 # -------------------------------------------------------------------------------------------------
 # running
 # -------------------------------------------------------------------------------------------------
-def start_detached(argv: list[str], *, kind: str, host: str, port: int, pid_file: Path,
-                   log_file: Path | None) -> tuple[int, Path]:
+def start_detached(argv: list[str], *, host: str, port: int, pid_file: Path, log_file: Path) -> tuple[int, Path]:
     """``--daemon``: re-run ``argv`` detached and wait until it has written its pid file and listens."""
-    log_file = log_file or default_log_file(kind)
     pid = spawn_detached(argv, log_file=log_file, pid_file=pid_file,
                          ready=lambda: running_pid(pid_file) is not None and port_open(host, port))
     return pid, log_file

@@ -42,9 +42,9 @@ def test_broker_daemon_registers_and_stops(env, tmp_path):
             rows = json.loads(out.stdout)["clusters"]
             assert [(r["brokerName"], r["address"]) for r in rows] == [("broker-x", f"127.0.0.1:{br_port}")]
         finally:
-            stop = mq("broker", "stop", env=env)
+            stop = mq("broker", "stop", "--broker-name", "broker-x", env=env)
         assert stop.returncode == 0, stop.stderr
-        assert not (tmp_path / "home" / "run" / "broker.pid").exists()
+        assert not (tmp_path / "home" / "run" / f"broker-broker-x-{br_port}.pid").exists()
         # a clean stop leaves no abort file behind
         assert not (tmp_path / "store" / "abort").exists()
     finally:

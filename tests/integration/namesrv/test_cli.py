@@ -45,10 +45,10 @@ def test_daemon_start_writes_pid_file_and_stop_waits(env, tmp_path):
     proc = mq("namesrv", "start", "--port", str(port), "--daemon", env=env)
     assert proc.returncode == 0, proc.stderr
     assert f"127.0.0.1:{port}" in proc.stdout
-    pid_file = tmp_path / "home" / "run" / "namesrv.pid"
+    pid_file = tmp_path / "home" / "run" / f"namesrv-{port}.pid"
     pid = int(pid_file.read_text())
-    assert (tmp_path / "home" / "logs" / "namesrv.log").exists()
-    again = mq("namesrv", "start", "--port", str(free_port()), "--daemon", env=env)
+    assert (tmp_path / "home" / "logs" / f"namesrv-{port}.log").exists()
+    again = mq("namesrv", "start", "--port", str(port), "--daemon", env=env)
     assert again.returncode != 0 and "already running" in again.stderr
     stop = mq("namesrv", "stop", env=env)
     assert stop.returncode == 0, stop.stderr
@@ -59,6 +59,36 @@ def test_daemon_start_writes_pid_file_and_stop_waits(env, tmp_path):
     stop_again = mq("namesrv", "stop", env=env)
     assert stop_again.returncode == 1
     assert stop_again.stderr.strip().startswith("error: no running name server found")
+
+
+def test_name_servers_on_two_ports_start_and_stop_one_by_one_or_all(env, tmp_path):
+    """Each daemon has its own pid and log file (keyed by port), so a second name server on another port starts;
+    ``stop`` picks one by port, refuses to guess between several, and ``--all`` stops every one."""
+    ports = [free_port() for _ in range(3)]
+    pids = {}
+    try:
+        for port in ports:
+            proc = mq("namesrv", "start", "--port", str(port), "--daemon", env=env)
+            assert proc.returncode == 0, proc.stderr
+            pids[port] = int((tmp_path / "home" / "run" / f"namesrv-{port}.pid").read_text())
+        assert len(set(pids.values())) == 3
+        ambiguous = mq("namesrv", "stop", env=env)
+        assert ambiguous.returncode == 1 and "3 name servers are running" in ambiguous.stderr
+        assert all(f"port {p}" in ambiguous.stderr for p in ports) and "--all" in ambiguous.stderr
+        one = mq("namesrv", "stop", "--port", str(ports[1]), env=env)
+        assert one.returncode == 0 and f"pid {pids[ports[1]]}" in one.stdout, one.stderr
+        assert socket.socket().connect_ex(("127.0.0.1", ports[1])) != 0
+        for port in (ports[0], ports[2]):
+            with socket.create_connection(("127.0.0.1", port), 2):
+                pass
+        missing = mq("namesrv", "stop", "--port", str(ports[1]), env=env)
+        assert missing.returncode == 1 and f"no running name server found on port {ports[1]}" in missing.stderr
+        every = mq("namesrv", "stop", "--all", env=env)
+        assert every.returncode == 0, every.stderr
+        assert all(f"pid {pids[p]}" in every.stdout for p in (ports[0], ports[2]))
+        assert not list((tmp_path / "home" / "run").glob("*.pid"))
+    finally:
+        mq("namesrv", "stop", "--all", env=env)
 
 
 def test_port_in_use_is_one_line_and_nonzero(env):
