@@ -197,9 +197,10 @@ class StoreConfig:
     flush_consume_queue_least_pages: int = 2
     #: Consume queues are flushed whole at least this often, ms.
     flush_consume_queue_thorough_interval: int = 60_000
-    #: SYNC_FLUSH (and SYNC_MASTER): a send not flushed (replicated) within this many ms is answered
-    #: FLUSH_DISK_TIMEOUT (FLUSH_SLAVE_TIMEOUT).
+    #: SYNC_FLUSH: a send not flushed within this many ms is answered FLUSH_DISK_TIMEOUT.
     sync_flush_timeout: int = 5000
+    #: SYNC_MASTER: a send no slave has acknowledged within this many ms is answered FLUSH_SLAVE_TIMEOUT.
+    slave_timeout: int = 3000
     #: Largest message body accepted, bytes.
     max_message_size: int = 4 * 1024 * 1024
     #: Crash recovery checks every record's body CRC.
@@ -483,6 +484,13 @@ class BrokerConfig:
     query_message_thread_pool_nums: int = 4
     #: Queries waiting for a worker; beyond it SYSTEM_BUSY.
     query_thread_pool_queue_capacity: int = 20_000
+    #: Workers for admin requests (topics, groups, offsets, stats, config; mqadmin's requests).
+    admin_broker_thread_pool_nums: int = 16
+    #: Workers for heartbeats that must wait (a new consumer group's retry topic is registered with the name
+    #: servers first); the others are answered at once.
+    heartbeat_thread_pool_nums: int = 4
+    #: Heartbeats waiting for a worker; beyond it SYSTEM_BUSY.
+    heartbeat_thread_pool_queue_capacity: int = 50_000
     #: Refuse sends while a put holds the put lock too long (osPageCacheBusyTimeoutMills), and answer sends queued
     #: longer than waitTimeMillsInSendQueue with SYSTEM_BUSY [TIMEOUT_CLEAN_QUEUE].
     broker_fast_failure_enable: bool = True
@@ -574,6 +582,11 @@ _BROKER_ALIASES: dict[str, str] = {
     "bindAddress": "host",
     "rocketmqBrokerRebalanceLockMaxLiveTime": "rebalance_lock_max_live_time",
 }
+#: StoreConfig keys RocketMQ spells otherwise than the camelCase of the field.
+_STORE_ALIASES: dict[str, str] = {
+    "osPageCacheBusyTimeOutMills": "os_page_cache_busy_timeout_mills",
+    "checkCRCOnRecover": "check_crc_on_recover",
+}
 #: broker.conf keys RocketMQ has that mean nothing for this broker; accepted and ignored.
 #: ``brokerSuspendMaxTimeMillis`` capped held pulls in earlier versions of mq; RocketMQ's broker has no such cap
 #: (the name is a client setting), so the key is accepted from old configs and ignored.
@@ -597,14 +610,15 @@ def broker_configs_from_mapping(data: dict[str, Any], *, source: str = "config",
         if bname in broker_names and bname != "frame_limits":
             broker_part[key] = value
             continue
-        sname = key if key in store_names else _snake(key)
+        sname = _STORE_ALIASES.get(key) or (key if key in store_names else _snake(key))
         if sname in store_names:
             store_part[sname] = value
             continue
-        accepted = sorted(set(_BROKER_ALIASES) | {n for n in broker_names if n != "frame_limits"} | store_names)
+        accepted = sorted(set(_BROKER_ALIASES) | set(_STORE_ALIASES) | {n for n in broker_names if n != "frame_limits"}
+                          | store_names)
         raise ConfigError(f"{source}: unknown key {key!r}; accepted keys: {', '.join(accepted)}")
     broker = from_mapping(BrokerConfig, broker_part, source=source, aliases=_BROKER_ALIASES)
-    store = from_mapping(StoreConfig, store_part, source=source)
+    store = from_mapping(StoreConfig, store_part, source=source, aliases=_STORE_ALIASES)
     if base_store is not None:
         store = dataclasses.replace(base_store, **{k: getattr(store, k) for k in store_part})
     return broker, store

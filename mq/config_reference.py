@@ -30,7 +30,7 @@ SECTIONS: tuple[tuple[type, str, str, dict[str, str]], ...] = (
     (C.NamesrvConfig, "Name server", "the file given to `mq namesrv start --config FILE`", C._ALIASES),
     (C.BrokerConfig, "Broker", "the file given to `mq broker start --config FILE` (YAML or broker.conf's "
                                "`key=value` lines)", C._BROKER_ALIASES),
-    (C.StoreConfig, "Store", "the broker's file, beside the broker keys", {}),
+    (C.StoreConfig, "Store", "the broker's file, beside the broker keys", C._STORE_ALIASES),
 )
 
 

@@ -42,9 +42,9 @@ exportMetrics -c CLUSTER [-f DIR]  ->  metrics.json
     topics (no retry/DLQ) and groups; clientInfo lists the language and version of the clients online in those
     groups on that broker.
 
-What our broker cannot provide is left out, as fastjson leaves out a null: ``runtimeEnv`` is ``{}`` because our
-broker's config has no ``clientCallbackExecutorThreads`` (mqadmin's "cpuNum") and its runtime table no
-``totalMemKBytes`` (a 4.9 Java broker has no such key either). A broker config key of the 16 that a broker does not
+What a broker does not provide is left out, as fastjson leaves out a null: ``runtimeEnv`` has ``cpuNum`` (the
+broker config's ``clientCallbackExecutorThreads``, the number of processors) and no ``totalMemKBytes``, which a
+4.9 broker's runtime table, ours as a Java one, does not have. A broker config key of the 16 that a broker does not
 report is left out of brokerConfigs (mqadmin would stop on a NullPointerException). ``messageAverageSize`` is the
 broker's ``putMessageAverageSize`` when it reports one, else computed from ``putMessageSizeTotal /
 putMessageTimesTotal`` exactly as a Java broker computes that key (a total of 0 counts as 1).

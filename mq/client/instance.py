@@ -452,7 +452,7 @@ class MQClientInstance:
             return cmd.response(ResponseCode.SYSTEM_ERROR,
                                 f"The Consumer Group <{hdr.consumer_group}> not exist in this consumer")
         info = consumer.running_info()
-        info.setdefault("properties", {})["PROP_CLIENT_VERSION"] = "V4_9_4"
+        info.setdefault("properties", {})["PROP_CLIENT_VERSION"] = "V4_9_7"
         mq_table = {ObjectKey.from_dict({"topic": mq.topic, "brokerName": mq.broker_name, "queueId": mq.queue_id}): v
                     for mq, v in info.pop("mqTable", {}).items()}
         info["mqTable"] = mq_table

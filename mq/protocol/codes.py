@@ -174,8 +174,8 @@ class SerializeType(IntEnum):
     ROCKETMQ = 1
 
 
-#: MQVersion ordinal we put on every command we emit (V4_9_4).
-MQ_VERSION = 401
+#: MQVersion ordinal we put on every command we emit (V4_9_7, the RocketMQ release mq follows).
+MQ_VERSION = 407
 
 #: Flag bits of RemotingCommand.flag (PROTOCOL.md §3.1).
 FLAG_RESPONSE = 0x1

@@ -125,6 +125,11 @@ class WorkerGroup:
     def queued(self) -> int:
         return len(self._queue)
 
+    @property
+    def oldest_arrival(self) -> float | None:
+        """``time.monotonic()`` when the request at the head of the queue arrived; None when none waits."""
+        return self._queue[0][3] if self._queue else None
+
     def submit(self, handler: AsyncHandler, conn: Connection, cmd: RemotingCommand, arrived: float) -> bool:
         """Queue a request; False if the group is saturated (the caller answers SYSTEM_BUSY)."""
         item = (handler, conn, cmd, arrived)

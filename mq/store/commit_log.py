@@ -144,6 +144,12 @@ class CommitLog:
         self._c_put_config = (self._topic_prefix, max_message_size, self._max_total, Prepared, crc32, self.store_host,
                               DispatchRequest, STAGE_LIMIT)
 
+    def set_max_message_size(self, size: int) -> None:
+        """Change the largest body accepted (maxMessageSize, changed at run time by UPDATE_BROKER_CONFIG)."""
+        self.max_message_size = size
+        self._max_total = size + 65536
+        self._c_put_config = (self._topic_prefix, size, self._max_total, *self._c_put_config[3:])
+
     # -- geometry ----------------------------------------------------------------------------------------
     @property
     def min_offset(self) -> int:

@@ -298,6 +298,7 @@ class MessageStore:
             return self._rejected(status, f"message to {topic} rejected: {status.name}")
         why = (self.commit_log.create_error if status is _S.CREATE_MAPPED_FILE_FAILED or status is _S.UNKNOWN_ERROR
                else "append failed")
+        self.stats.put_failures += 1
         return PutMessageResult(status, remark=why)
 
     def _prepare_batch(self, msgs: Sequence[MessageExtBrokerInner]) -> list[Prepared] | PutMessageResult:
@@ -366,7 +367,10 @@ class MessageStore:
                     group = None
                     self.dispatcher.dispatch(reqs)
             finally:
+                held = time.monotonic() - self._begin_in_lock
                 self._begin_in_lock = 0.0
+                if held >= 0.001:  # brokerStatus's put latency: the rare slow puts one by one
+                    self.stats.slow_put(held)
         st = self.stats
         st.put_count += len(reqs)
         st.put_bytes += wrote
@@ -401,7 +405,10 @@ class MessageStore:
                                        r.store_timestamp, 1, "", cl.store_host, r.topic)
                 self.dispatcher.dispatch(reqs)  # type: ignore[arg-type]
             finally:
+                held = time.monotonic() - self._begin_in_lock
                 self._begin_in_lock = 0.0
+                if held >= 0.001:
+                    self.stats.slow_put(held)
         st = self.stats
         st.put_count += 1
         st.put_bytes += r.size
@@ -521,10 +528,23 @@ class MessageStore:
         return new_end
 
     def update_config(self, **changes: Any) -> None:
-        """Change settings that the store reads on every use (retention, disk limits, transfer limits, put
-        timeouts) while it runs; others (sizes, paths, flush mode) need a restart."""
-        self.config = dataclasses.replace(self.config, **changes)
-        self.cleaner.config = self.config
+        """Change settings while the store runs, as RocketMQ's store re-reads them on every use: retention, disk
+        and transfer limits, put timeouts, maxMessageSize, the flush services' intervals and page thresholds,
+        accessMessageInMemoryMaxRatio. Others (sizes, paths, flush mode) need a restart."""
+        self.config = cfg = dataclasses.replace(self.config, **changes)
+        self.cleaner.config = cfg
+        if "max_message_size" in changes:
+            self.commit_log.set_max_message_size(cfg.max_message_size)
+        if self.async_flush is not None:
+            self.async_flush.interval_ms = cfg.flush_interval_commit_log
+            self.async_flush.least_pages = cfg.flush_commit_log_least_pages
+            self.async_flush.thorough_ms = cfg.flush_commit_log_thorough_interval
+        if self.group_commit is not None:
+            self.group_commit.timeout_ms = cfg.sync_flush_timeout
+        self.cq_flush.interval_ms = cfg.flush_interval_consume_queue
+        self.cq_flush.least_pages = cfg.flush_consume_queue_least_pages
+        self.cq_flush.thorough_ms = cfg.flush_consume_queue_thorough_interval
+        self._mem_limit = _total_ram() * cfg.access_message_in_memory_max_ratio // 100
 
     # -- get ---------------------------------------------------------------------------------------------
     def get_message(self, group: str, topic: str, queue_id: int, offset: int, max_count: int,
@@ -543,8 +563,13 @@ class MessageStore:
         if cq is None:
             self.stats.get_miss += 1
             return GetMessageResult(_G.NO_MATCHED_LOGIC_QUEUE, 0)
-        return read_queue(cq, self.commit_log, self.config, self.stats, self._mem_limit, offset, max_count,
-                          tag_filter, max_total_bytes, runs, message_filter)
+        began = time.monotonic()
+        r = read_queue(cq, self.commit_log, self.config, self.stats, self._mem_limit, offset, max_count,
+                       tag_filter, max_total_bytes, runs, message_filter)
+        took = time.monotonic() - began
+        if took > self.stats.get_time_max:  # getMessageEntireTimeMax
+            self.stats.get_time_max = took
+        return r
 
     # -- lookups (``mq.store.lookup``) -------------------------------------------------------------------
     def select_one_message_by_offset(self, phy_offset: int, size: int | None = None) -> bytes | None:

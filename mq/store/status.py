@@ -5,6 +5,7 @@ Expected outcomes are statuses, never exceptions."""
 from __future__ import annotations
 
 import enum
+import itertools
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -125,6 +126,56 @@ class QueryMessageResult:
         return b"".join(self.buffers)
 
 
+#: RocketMQ StoreStatsService's put-latency buckets: (step ms, how many) -> upper bounds 1..20, 22..50, 55..100,
+#: 110..200, 250..500, 600..1000, 2000..10000, then everything beyond
+_PX_STEPS = ((1, 20), (2, 15), (5, 10), (10, 10), (50, 6), (100, 5), (1000, 9))
+PUT_LATENCY_BOUNDS: tuple[int, ...] = tuple(
+    itertools.accumulate(step for step, n in _PX_STEPS for _ in range(n))) + (2**63 - 1,)
+#: RocketMQ's putMessageDistributeTime ranges (upper bounds in ms, exclusive; the first is "<= 0 ms")
+DISTRIBUTE_BOUNDS = (1, 10, 50, 100, 200, 500, 1000, 2000, 3000, 4000, 5000, 10000)
+LATENCY_WINDOW_S = 60.0
+
+
+class PutLatency:
+    """One window of put durations, as RocketMQ's StoreStatsService keeps them (rolled every minute). Only puts
+    of 1 ms or more are recorded one by one; the shorter ones, nearly all, are the window's puts minus those."""
+
+    __slots__ = ("started", "puts_at_start", "slow")
+
+    def __init__(self, started: float, puts_at_start: int) -> None:
+        self.started = started
+        self.puts_at_start = puts_at_start
+        #: whole milliseconds of each put of 1 ms or more
+        self.slow: list[int] = []
+
+    def distribution(self, puts: int) -> list[int]:
+        """Counts per putMessageDistributeTime range: [<=0ms], [0~10ms], ..., [10s~]."""
+        counts = [0] * (len(DISTRIBUTE_BOUNDS) + 1)
+        counts[0] = max(0, puts - self.puts_at_start - len(self.slow))
+        for ms in self.slow:
+            counts[next((i for i, b in enumerate(DISTRIBUTE_BOUNDS) if ms < b), len(DISTRIBUTE_BOUNDS))] += 1
+        return counts
+
+    def percentile(self, puts: int, px: float) -> float:
+        """RocketMQ ``findPutMessageEntireTimePX``: linear interpolation inside the latency bucket holding the
+        ``px`` quantile."""
+        counts = [0] * len(PUT_LATENCY_BOUNDS)
+        counts[0] = max(0, puts - self.puts_at_start - len(self.slow))  # under 1 ms: the first bucket (<= 1)
+        for ms in self.slow:
+            counts[next(i for i, b in enumerate(PUT_LATENCY_BOUNDS) if ms <= b)] += 1
+        index = int(sum(counts) * px)
+        passed = 0
+        for i, count in enumerate(counts):
+            if index <= passed + count:
+                rel = index - passed
+                if i == 0:
+                    return 0.0 if count == 0 else PUT_LATENCY_BOUNDS[0] * rel / count
+                low = PUT_LATENCY_BOUNDS[i - 1]
+                return low + (0.0 if count == 0 else (PUT_LATENCY_BOUNDS[i] - low) * rel / count)
+            passed += count
+        return 0.0
+
+
 class StoreStats:
     """Counters plus one sample per second for TPS windows (10 s, 60 s, 600 s)."""
 
@@ -139,10 +190,31 @@ class StoreStats:
         self.replica_count = 0
         self.replica_bytes = 0
         self.samples: deque[tuple[float, int, int, int]] = deque(maxlen=601)
+        #: get-miss counts sampled with ``samples`` (RocketMQ's getMissTps)
+        self.miss_samples: deque[int] = deque(maxlen=601)
+        #: longest put and longest read of a queue since start, seconds (putMessageEntireTimeMax,
+        #: getMessageEntireTimeMax)
+        self.put_time_max = 0.0
+        self.get_time_max = 0.0
+        #: put durations of the current minute, and of the last whole one (what brokerStatus shows)
+        self.latency = PutLatency(time.monotonic(), 0)
+        self.last_latency: PutLatency | None = None
+        self.last_latency_puts = 0
 
     def sample(self, now: float | None = None) -> None:
-        self.samples.append((time.monotonic() if now is None else now, self.put_count, self.get_found,
-                             self.get_transferred))
+        now = time.monotonic() if now is None else now
+        self.samples.append((now, self.put_count, self.get_found, self.get_transferred))
+        self.miss_samples.append(self.get_miss)
+        if now - self.latency.started >= LATENCY_WINDOW_S:
+            puts = self.put_count + self.put_failures
+            self.last_latency, self.last_latency_puts = self.latency, puts
+            self.latency = PutLatency(now, puts)
+
+    def slow_put(self, seconds: float) -> None:
+        """A put that held the put lock for ``seconds`` >= 1 ms."""
+        self.latency.slow.append(int(seconds * 1000))
+        if seconds > self.put_time_max:
+            self.put_time_max = seconds
 
     def tps(self, window_s: int) -> dict[str, float]:
         s = list(self.samples)

@@ -28,7 +28,7 @@ from typing import Any
 
 from mq.config import BrokerConfig, ConnectionLimits, ProcessorLimits, StoreConfig
 from mq.daemon.broker.client_manager import ConsumerManager, ProducerManager
-from mq.daemon.broker.flow_control import QUERY_GROUP, SEND_GROUP, FastFailure
+from mq.daemon.broker.flow_control import ADMIN_GROUP, HEARTBEAT_GROUP, QUERY_GROUP, SEND_GROUP, FastFailure
 from mq.daemon.broker.long_polling import LoopPoster, PullHoldService
 from mq.daemon.broker.offsets import ConsumerOffsetManager
 from mq.daemon.broker.registration import Registrar
@@ -57,6 +57,9 @@ class BrokerController:
                                                                 config.send_thread_pool_queue_capacity))
         self.server.configure_group(QUERY_GROUP, ProcessorLimits(max(1, config.query_message_thread_pool_nums),
                                                                  config.query_thread_pool_queue_capacity))
+        self.server.configure_group(ADMIN_GROUP, ProcessorLimits(max(1, config.admin_broker_thread_pool_nums)))
+        self.server.configure_group(HEARTBEAT_GROUP, ProcessorLimits(max(1, config.heartbeat_thread_pool_nums),
+                                                                     config.heartbeat_thread_pool_queue_capacity))
         root = Path(self.store_config.store_path_root_dir)
         self.store: MessageStore | None = None
         self.acl = None  # PlainAccessValidator when aclEnable
@@ -343,9 +346,14 @@ class BrokerController:
 
     def replace_config(self, **changes: Any) -> None:
         """Apply runtime config changes (UPDATE_BROKER_CONFIG): replaces the frozen config object."""
-        self.config = dataclasses.replace(self.config, **changes)
+        self.config = cfg = dataclasses.replace(self.config, **changes)
         for part in (self.topic_config, self.subscription_groups):
-            part.config = self.config
+            part.config = cfg
+        # values the hot paths keep at hand, which RocketMQ re-reads on every use
+        self.fast_failure.send_wait_s = cfg.wait_time_mills_in_send_queue / 1000.0
+        send = self.send_processor
+        if send is not None:
+            send.region, send.trace_on, send.fast_failure = cfg.region_id, cfg.trace_on, cfg.broker_fast_failure_enable
 
     def replace_store_config(self, **changes: Any) -> None:
         """Apply runtime store config changes (UPDATE_BROKER_CONFIG with MessageStoreConfig keys)."""

@@ -21,6 +21,10 @@ log = logging.getLogger(__name__)
 
 SEND_GROUP = "send"
 QUERY_GROUP = "query"
+#: admin requests (``processors/admin*.py``)
+ADMIN_GROUP = "admin"
+#: heartbeats that wait for a new retry topic's registration (``processors/client.py``)
+HEARTBEAT_GROUP = "heartbeat"
 QUERY_MAX_WAIT_S = 20.0
 
 

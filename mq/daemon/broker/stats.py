@@ -49,7 +49,7 @@ from mq.protocol.codes import MQ_VERSION
 if TYPE_CHECKING:
     from mq.daemon.broker.controller import BrokerController
 
-VERSION_DESC = "V4_9_4"
+VERSION_DESC = "V4_9_7"
 
 TOPIC_PUT_NUMS = "TOPIC_PUT_NUMS"
 TOPIC_PUT_SIZE = "TOPIC_PUT_SIZE"

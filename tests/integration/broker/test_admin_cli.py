@@ -222,9 +222,9 @@ def test_broker_status_cluster_list_and_groups(cluster, mq, client, run):
     assert list(per_cluster) == [cluster.broker_addr]
     rows = mq_json(mq, "clusterList")["clusters"]
     assert len(rows) == 1 and rows[0]["address"] == cluster.broker_addr
-    assert rows[0]["version"] == "V4_9_4" and rows[0]["putToday"] >= 1 and "inTps" in rows[0] and "outTps" in rows[0]
+    assert rows[0]["version"] == "V4_9_7" and rows[0]["putToday"] >= 1 and "inTps" in rows[0] and "outTps" in rows[0]
     text = mq("clusterList")
-    assert text.exit_code == 0 and "InTPS" in text.stdout and "V4_9_4" in text.stdout
+    assert text.exit_code == 0 and "InTPS" in text.stdout and "V4_9_7" in text.stdout
     more = mq_json(mq, "clusterList", "-m")["clusters"]  # mqadmin's --moreStats: messages yesterday and today
     assert more[0]["inTotalToday"] == rows[0]["putToday"] >= 1 and more[0]["inTotalYest"] >= 0
     assert "version" not in more[0]

@@ -118,7 +118,7 @@ def test_async_master_replicates_byte_identical_log_queues_index_and_route(broke
 
 
 def test_sync_master_waits_for_the_slave(broker_factory, client, run):
-    master = start_master(broker_factory, broker_role="SYNC_MASTER", sync_flush_timeout=800)
+    master = start_master(broker_factory, broker_role="SYNC_MASTER", slave_timeout=800)
 
     async def main():
         # no slave: stored, but SLAVE_NOT_AVAILABLE
@@ -153,7 +153,7 @@ def test_sync_master_waits_for_the_slave(broker_factory, client, run):
         assert [x.code for x in rs] == [RC.SUCCESS] * 16
         await slave.stop()
         await wait_for(lambda: master.ha.connection_count == 0, what="the HA connection to close")
-        # a "slave" that reports once, then never acks again: FLUSH_SLAVE_TIMEOUT after syncFlushTimeout
+        # a "slave" that reports once, then never acks again: FLUSH_SLAVE_TIMEOUT after slaveTimeout
         reader, writer = await asyncio.open_connection("127.0.0.1", master.ha.port)
         writer.write(master.store.get_max_phy_offset().to_bytes(8, "big"))
         await writer.drain()

@@ -105,7 +105,7 @@ def test_consumer_status_lists_the_running_consumer(cluster, mq, consumer):
     assert out["group"] == "OpsG2" and out["sameSubscription"] is True and out["warnings"] == []
     [row] = out["clients"]
     assert row["clientId"] == cid and row["ok"] is True and row["error"] is None
-    assert row["language"] and row["versionDesc"] == "V4_9_4"
+    assert row["language"] and row["versionDesc"] == "V4_9_7"
     assert row["broker"] == cluster.broker_addr
     assert row["consumeType"] == "CONSUME_PASSIVELY" and row["messageModel"] == "CLUSTERING"
     assert "OpsT2(TagA || TagB)" in row["subscriptions"]
@@ -127,7 +127,7 @@ def test_consumer_status_lists_the_running_consumer(cluster, mq, consumer):
     info = mq_json(mq, "consumerStatus", "-g", "OpsG2", "-i", cid)
     assert info["clientId"] == cid and info["broker"] == cluster.broker_addr
     assert info["properties"]["PROP_CONSUME_TYPE"] == "CONSUME_PASSIVELY"
-    assert info["properties"]["PROP_CLIENT_VERSION"] == "V4_9_4"
+    assert info["properties"]["PROP_CLIENT_VERSION"] == "V4_9_7"
     ours = [r for r in info["mqTable"] if r["topic"] == "OpsT2"]
     assert [(r["brokerName"], r["queueId"]) for r in ours] == [(cluster.broker.broker_name, q) for q in range(4)]
     # every message was consumed: the commit offsets the client reports are the queues' ends (2, 2, 1, 1)

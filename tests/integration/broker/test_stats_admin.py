@@ -185,7 +185,7 @@ def test_producer_info_wire_and_cli(cluster, client, mq):
     table = ProducerTableInfo.from_json(resp.body)
     (p,) = table.data["StatPG"]
     local = client.connections[cluster.broker_addr].local_addr  # the broker's view of this connection
-    assert p.client_id == "127.0.0.1@prod-a" and p.language.name == "JAVA" and p.version == 401
+    assert p.client_id == "127.0.0.1@prod-a" and p.language.name == "JAVA" and p.version == 407
     assert p.remote_ip == f"/{local}" and local.startswith("127.0.0.1:")
     assert p.last_update_timestamp > 0
     assert b'"remoteIP":"/127.0.0.1:' in resp.body

@@ -8,8 +8,7 @@ from click.testing import CliRunner
 
 from mq.cli.main import COMMANDS, cli
 from mq.config import BrokerConfig, StoreConfig
-from mq.daemon.broker.processors.admin import (RUNTIME_UPDATABLE, STORE_RUNTIME_UPDATABLE, coerce_updates, config_lines,
-                                              parse_properties)
+from mq.daemon.broker.processors.admin_config import RUNTIME_KEYS, ROCKETMQ_KEYS, coerce_updates, parse_properties
 
 # An address nothing listens on: if a command reached the network the test would fail with exit 1, not 2.
 NS = ["-n", "127.0.0.1:1"]
@@ -67,25 +66,31 @@ def test_coerce_updates_types_and_refusals():
         coerce_updates(cfg, {"autoCreateTopicEnable": "maybe"})
     with pytest.raises(ValueError, match="bad value"):
         coerce_updates(cfg, {"defaultTopicQueueNums": "8.5"})
-    fields = set(BrokerConfig.__dataclass_fields__)
-    assert RUNTIME_UPDATABLE <= fields
-    assert STORE_RUNTIME_UPDATABLE <= set(StoreConfig.__dataclass_fields__)
+    for part, name in RUNTIME_KEYS.values():
+        assert name in (BrokerConfig if part == "broker" else StoreConfig).__dataclass_fields__
     # MessageStoreConfig keys come back apart, for the store
     assert coerce_updates(cfg, {"fileReservedTime": "48", "regionId": "R2", "cleanFileForciblyEnable": "false"},
                           StoreConfig()) == {"region_id": "R2", "store": {"file_reserved_time": 48,
                                                                             "clean_file_forcibly_enable": False}}
     with pytest.raises(ValueError, match="cannot be changed at run time"):
         coerce_updates(cfg, {"flushDiskType": "SYNC_FLUSH"}, StoreConfig())
-    with pytest.raises(ValueError, match="unknown broker config key"):
-        coerce_updates(cfg, {"fileReservedTime": "48"})  # without the store config, store keys are unknown
+    with pytest.raises(ValueError, match="cannot be changed at run time"):
+        coerce_updates(cfg, {"fileReservedTime": "48"})  # without the store config, store keys are not changed
 
 
-def test_config_lines_uses_rocketmq_names():
-    lines = config_lines(BrokerConfig(broker_name="b1"), StoreConfig(flush_disk_type="SYNC_FLUSH")).splitlines()
-    kv = dict(line.split("=", 1) for line in lines)
-    assert kv["brokerName"] == "b1" and kv["flushDiskType"] == "SYNC_FLUSH"
-    assert kv["autoCreateTopicEnable"] == "true" and kv["listenPort"] == str(BrokerConfig().listen_port)
-    assert "frameLimits" not in kv  # nested configs are not key=value settings
+def test_runtime_keys_take_rocketmqs_spelling_and_refuse_the_rest():
+    """updateBrokerConfig applies the keys RocketMQ 4.9.7 re-reads on every use (maxMessageSize,
+    flushIntervalCommitLog, osPageCacheBusyTimeOutMills, ...), spelled as RocketMQ spells them."""
+    cfg, store = BrokerConfig(), StoreConfig()
+    assert coerce_updates(cfg, {"maxMessageSize": "1024", "flushIntervalCommitLog": "200",
+                                "osPageCacheBusyTimeOutMills": "2000", "slaveReadEnable": "true"}, store) == {
+        "store": {"max_message_size": 1024, "flush_interval_commit_log": 200,
+                  "os_page_cache_busy_timeout_mills": 2000, "slave_read_enable": True}}
+    assert set(RUNTIME_KEYS) <= ROCKETMQ_KEYS | {"channelExpiredTimeout", "diskSpaceWarningLevelRatio"}
+    # RocketMQ applies these only at start: refused, not stored for a restart
+    for key in ("registerNameServerPeriod", "flushConsumerOffsetInterval", "mappedFileSizeCommitLog"):
+        with pytest.raises(ValueError, match="cannot be changed at run time"):
+            coerce_updates(cfg, {key: "1"}, store)
 
 
 def _all_commands():

@@ -18,7 +18,6 @@ clients that ignore 220 (Node.js) pick them up at their next restart.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import time
 from typing import TYPE_CHECKING, Any
@@ -29,11 +28,14 @@ from mq.common.msg_id import decode_offset_msg_id
 from mq.errors import InvalidTopicError, RemotingTimeoutError
 from mq.protocol import headers as h
 from mq.protocol.bodies import (ConsumerConnection, ConsumerOffsetSerializeWrapper, ConsumeStats, Connection,
-                                DataVersion, GroupList, KVTable, MessageQueue, OffsetWrapper,
+                                GroupList, KVTable, MessageQueue, OffsetWrapper,
                                 ProducerConnection, ResetOffsetBody, SubscriptionGroupConfig, TopicConfig,
                                 TopicList, TopicOffset, TopicStatsTable)
 from mq.protocol.codes import LanguageCode, RequestCode, ResponseCode
 from mq.protocol.command import RemotingCommand
+from mq.daemon.broker.flow_control import ADMIN_GROUP
+from mq.daemon.broker.processors import admin_config
+from mq.daemon.broker.runtime_table import rocketmq_runtime_table
 from mq.store.config_files import DelayOffsetFile
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -42,106 +44,15 @@ if TYPE_CHECKING:  # pragma: no cover
 
 log = logging.getLogger(__name__)
 
-GROUP = "admin"
-#: BrokerConfig fields an UPDATE_BROKER_CONFIG may change at run time (read by the broker at each use).
-RUNTIME_UPDATABLE = frozenset({
-    "broker_permission", "auto_create_topic_enable", "auto_create_subscription_group", "default_topic_queue_nums",
-    "reject_transaction_message", "notify_consumer_ids_changed_enable", "long_polling_enable",
-    "short_polling_time_mills", "wait_time_mills_in_send_queue",
-    "broker_fast_failure_enable", "trace_on", "region_id", "register_name_server_period",
-    "channel_expired_timeout", "flush_consumer_offset_interval",
-})
-#: MessageStoreConfig keys UPDATE_BROKER_CONFIG may change: the ones the store reads on every use (retention and
-#: disk limits in the cleaner, pull transfer limits, put-path timeouts).
-STORE_RUNTIME_UPDATABLE = frozenset({
-    "file_reserved_time", "delete_when", "disk_max_used_space_ratio", "disk_space_warning_level_ratio",
-    "clean_file_forcibly_enable", "max_transfer_bytes_on_message_in_memory", "max_transfer_count_on_message_in_memory",
-    "max_transfer_bytes_on_message_in_disk", "max_transfer_count_on_message_in_disk", "max_msgs_num_batch",
-    "os_page_cache_busy_timeout_mills", "sync_flush_timeout",
-})
-#: Java broker keys of features this broker does not have, reported off: mqadmin exportConfigs reads them and
-#: fails when a key is missing.
-ABSENT_FEATURE_LINES = "filterServerNums=0\nuseTLS=false\n"
+GROUP = ADMIN_GROUP
 RELAY_TIMEOUT = 10.0
 SUCCESS = ResponseCode.SUCCESS
 SYSTEM_ERROR = ResponseCode.SYSTEM_ERROR
 
 
-def camel(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(p[:1].upper() + p[1:] for p in rest)
-
-
-def config_lines(*configs: Any) -> str:
-    """``key=value`` lines (RocketMQ names) of the scalar fields of frozen config dataclasses."""
-    lines = []
-    for cfg in configs:
-        for f in dataclasses.fields(cfg):
-            v = getattr(cfg, f.name)
-            if isinstance(v, bool):
-                lines.append(f"{camel(f.name)}={'true' if v else 'false'}")
-            elif isinstance(v, (int, float, str)):
-                lines.append(f"{camel(f.name)}={v}")
-    return "\n".join(lines) + "\n"
-
-
-def parse_properties(text: str) -> dict[str, str]:
-    """Java ``Properties`` text (what mqadmin updateBrokerConfig sends): ``key=value`` lines, ``#`` comments."""
-    out: dict[str, str] = {}
-    for raw in text.splitlines():
-        line = raw.strip()
-        if not line or line[0] in "#!":
-            continue
-        sep = min((i for i in (line.find("="), line.find(":")) if i > 0), default=-1)
-        if sep < 0:
-            raise ValueError(f"not a key=value line: {line[:60]!r}")
-        out[line[:sep].strip()] = line[sep + 1:].strip()
-    return out
-
-
-def coerce_updates(config: Any, props: dict[str, str], store_config: Any = None) -> dict[str, Any]:
-    """Map RocketMQ key names onto updatable fields of ``config`` (BrokerConfig) with their types; ValueError names
-    the key. With ``store_config`` (StoreConfig), its updatable keys are accepted too, under a ``"store"`` entry
-    of the result holding their own dict: ``{"broker_permission": 4, "store": {"file_reserved_time": 48}}``."""
-    targets = [(config, RUNTIME_UPDATABLE)] + ([(store_config, STORE_RUNTIME_UPDATABLE)] if store_config else [])
-    names = [{alias: f.name for f in dataclasses.fields(cfg) for alias in (f.name, camel(f.name))}
-             for cfg, _ in targets]
-    out: dict[str, Any] = {}
-    store_out: dict[str, Any] = {}
-    for key, value in props.items():
-        for (cfg, updatable), by_key in zip(targets, names):
-            name = by_key.get(key)
-            if name is not None:
-                break
-        else:
-            raise ValueError(f"unknown broker config key {key!r}")
-        if name not in updatable:
-            keys = sorted(camel(n) for _, u in targets for n in u)
-            raise ValueError(f"{key} cannot be changed at run time (restart the broker with it in its config); "
-                             f"run-time keys: {', '.join(keys)}")
-        current = getattr(cfg, name)
-        try:
-            if isinstance(current, bool):
-                low = value.lower()
-                if low not in ("true", "false"):
-                    raise ValueError
-                typed: Any = low == "true"
-            elif isinstance(current, int):
-                typed = int(value)
-            else:
-                typed = type(current)(value)
-        except ValueError:
-            raise ValueError(f"{key}: bad value {value!r} (expected {type(current).__name__})") from None
-        (out if cfg is config else store_out)[name] = typed
-    if store_out:
-        out["store"] = store_out
-    return out
-
-
 class AdminProcessor:
     def __init__(self, controller: "BrokerController") -> None:
         self.c = controller
-        self.config_version = DataVersion(timestamp=int(time.time() * 1000), counter=0)
 
     # -- helpers -------------------------------------------------------------------------------------------
     @property
@@ -411,32 +322,8 @@ class AdminProcessor:
 
     # -- broker --------------------------------------------------------------------------------------------
     def get_broker_runtime_info(self, conn: "RemotingConnection", cmd: RemotingCommand) -> RemotingCommand:
-        table = {k: str(v) for k, v in self.c.stats.runtime_info().items()}
+        table = rocketmq_runtime_table(self.c, {k: str(v) for k, v in self.c.stats.runtime_info().items()})
         return cmd.response(SUCCESS, body=KVTable(table).to_json())
-
-    def get_broker_config(self, conn: "RemotingConnection", cmd: RemotingCommand) -> RemotingCommand:
-        text = config_lines(self.c.config, self.store.config) + ABSENT_FEATURE_LINES
-        ext = {"version": self.config_version.to_json().decode()}
-        return cmd.response(SUCCESS, ext_fields=ext, body=text.encode())
-
-    async def update_broker_config(self, conn: "RemotingConnection", cmd: RemotingCommand) -> RemotingCommand:
-        try:
-            props = parse_properties(bytes(cmd.body or b"").decode("utf-8"))
-            updates = coerce_updates(self.c.config, props, self.store.config)
-        except (UnicodeDecodeError, ValueError) as exc:
-            return self._error(cmd, SYSTEM_ERROR, f"update broker config: {exc}")
-        if not updates:
-            return self._error(cmd, SYSTEM_ERROR, "update broker config: no key=value in the request body")
-        log.info("broker config updated by %s: %s", conn.remote_addr, updates)
-        store_updates = updates.pop("store", None)
-        if store_updates:
-            self.c.replace_store_config(**store_updates)
-        if updates:
-            self.c.replace_config(**updates)
-        self.config_version = DataVersion(int(time.time() * 1000), self.config_version.counter + 1)
-        if "broker_permission" in updates:
-            await self.c.register_all(force=True)
-        return cmd.response(SUCCESS)
 
 
 def register(controller: "BrokerController") -> None:
@@ -463,12 +350,10 @@ def register(controller: "BrokerController") -> None:
         RequestCode.GET_CONSUMER_RUNNING_INFO: p.get_consumer_running_info,
         RequestCode.CONSUME_MESSAGE_DIRECTLY: p.consume_message_directly,
         RequestCode.GET_BROKER_RUNTIME_INFO: p.get_broker_runtime_info,
-        RequestCode.GET_BROKER_CONFIG: p.get_broker_config,
-        RequestCode.UPDATE_BROKER_CONFIG: p.update_broker_config,
     }
     for code, handler in table.items():
         controller.server.register(code, handler, group=GROUP)
+    admin_config.register(controller, GROUP)
 
 
-__all__ = ["AdminProcessor", "RUNTIME_UPDATABLE", "STORE_RUNTIME_UPDATABLE", "coerce_updates", "config_lines",
-           "parse_properties", "register"]
+__all__ = ["AdminProcessor", "register"]

@@ -32,6 +32,7 @@ from mq.common import topic as T
 from mq.common.fastjson import loads as fastjson_loads
 from mq.common.sql_filter import Sql92SyntaxError
 from mq.daemon.broker.client_manager import ClientChannelInfo
+from mq.daemon.broker.flow_control import HEARTBEAT_GROUP
 from mq.daemon.broker.property_filter import SQL92
 from mq.protocol import headers as H
 from mq.protocol.bodies import GetConsumerListByGroupResponseBody, HeartbeatData
@@ -44,7 +45,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 RC = ResponseCode
-HEARTBEAT_GROUP = "heartbeat"
 
 
 def _total_ram() -> int:
@@ -64,7 +64,7 @@ def _language(code: int) -> LanguageCode:
 class ClientProcessor:
     def __init__(self, controller: "BrokerController") -> None:
         self.c = controller
-        self.mem_limit = _total_ram() * controller.store_config.access_message_in_memory_max_ratio // 100
+        self._ram = _total_ram()
 
     def register(self, server: Any) -> None:
         R = RequestCode
@@ -201,7 +201,8 @@ class ClientProcessor:
         unit = cq.get_unit(0) if cq is not None else None
         if not unit:
             return False
-        return store.get_max_phy_offset() - unit[0] > self.mem_limit
+        limit = self._ram * self.c.store_config.access_message_in_memory_max_ratio // 100  # changeable at run time
+        return store.get_max_phy_offset() - unit[0] > limit
 
     def update_offset(self, conn: Any, cmd: RemotingCommand) -> RemotingCommand:
         h = H.UpdateConsumerOffsetRequestHeader.from_ext(cmd.ext_fields)

@@ -86,7 +86,6 @@ class PullProcessor:
     def __init__(self, controller: "BrokerController") -> None:
         self.c = controller
         self.slave = controller.store_config.broker_role.upper() == "SLAVE"
-        self.slave_read = controller.store_config.slave_read_enable
 
     def register(self, server: Any) -> None:
         server.register(RequestCode.PULL_MESSAGE, self.handle)
@@ -193,7 +192,7 @@ class PullProcessor:
                 self._offset_moved(group, topic, qid, h.queue_offset, r.next_begin_offset)
             else:
                 code = RC.PULL_RETRY_IMMEDIATELY
-        if self.slave_read:
+        if c.store_config.slave_read_enable:  # changeable at run time
             suggest = sgc.which_broker_when_consume_slowly if r.suggest_pulling_from_slave else sgc.broker_id
         else:
             suggest = 0

@@ -19,7 +19,7 @@ burst), so the worker is free for the next send. Past ``maxPendingFlushAcks`` su
 flush instead (backpressure).
 
 SYNC_MASTER (STORE.md §13.5): a send whose ``WAIT`` property is not ``false`` is answered only after the put
-(and its flush) and then ``controller.ha.wait_replicated(end offset, syncFlushTimeout)``: SUCCESS once a slave
+(and its flush) and then ``controller.ha.wait_replicated(end offset, slaveTimeout)``: SUCCESS once a slave
 acked it, FLUSH_SLAVE_TIMEOUT (12) or SLAVE_NOT_AVAILABLE (11) otherwise, both still "stored" (msgId and queue
 offset in the header). The wait runs in a task (counted in the flush-ack backlog); other roles pay one
 attribute check. A SLAVE refuses sends with SERVICE_NOT_AVAILABLE before touching its topic table.
@@ -172,7 +172,6 @@ class SendProcessor:
         #: SYNC_MASTER: answers wait for a slave's ack (``_replicated``)
         self.sync_master = role == "SYNC_MASTER"
         self.slave = role == "SLAVE"
-        self.replica_timeout = max(0.001, controller.store_config.sync_flush_timeout / 1000.0)
         self._replica_tasks: set[asyncio.Task] = set()
         #: topic names that passed validate_topic and are not forbidden system topics
         self._sendable: set[str] = set()
@@ -263,7 +262,8 @@ class SendProcessor:
         if res.__class__ is not PutMessageResult:
             res = await asyncio.wrap_future(res)
         if res.status is _S.PUT_OK or res.status is _S.FLUSH_DISK_TIMEOUT:
-            st = await self.c.ha.wait_replicated(res.wrote_offset + res.wrote_bytes, self.replica_timeout)
+            timeout = max(0.001, self.c.store_config.slave_timeout / 1000.0)  # changeable at run time
+            st = await self.c.ha.wait_replicated(res.wrote_offset + res.wrote_bytes, timeout)
             if st is not _S.PUT_OK:
                 res.status = st
         return self._response(cmd, res, queue_id)
