@@ -73,6 +73,9 @@ class NamesrvConfig:
     order_message_enable: bool = False
     #: File of the KV config; empty: ``$MQ_HOME/namesrv/kvConfig.json``.
     kv_config_path: str = ""
+    #: The config file the name server was started with (``mq namesrv start --config``), shown by
+    #: getNamesrvConfig; empty without one.
+    config_store_path: str = ""
     #: Frame size limits of the name server's connections.
     frame_limits: FrameLimits = field(default_factory=FrameLimits)
 
@@ -84,6 +87,7 @@ _ALIASES: dict[str, str] = {
     "scanNotActiveBrokerInterval": "scan_not_active_broker_interval_ms",
     "orderMessageEnable": "order_message_enable",
     "kvConfigPath": "kv_config_path",
+    "configStorePath": "config_store_path",
     "bindAddress": "host",
 }
 

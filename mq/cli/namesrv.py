@@ -32,6 +32,8 @@ def start(host: str | None, port: int | None, config_file: Path | None, daemon: 
     cfg = from_mapping(NamesrvConfig, load_yaml(config_file), source=str(config_file)) if config_file \
         else NamesrvConfig()
     overrides = {k: v for k, v in (("host", host), ("listen_port", port)) if v is not None}
+    if config_file:
+        overrides["config_store_path"] = str(config_file.resolve())
     cfg = dataclasses.replace(cfg, **overrides)
     pid_file = pid_file or runtime.default_pid_file("namesrv", cfg.listen_port)
 

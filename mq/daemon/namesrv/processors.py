@@ -8,6 +8,7 @@ JSON form, until the route table or the KV config changes.
 from __future__ import annotations
 
 import logging
+import os
 import time
 import zlib
 from typing import Callable
@@ -44,6 +45,8 @@ class NamesrvProcessors:
         self._route_cache: dict[tuple[str, bool], bytes] = {}
         self._cache_version = (-1, -1)
         self._kv_version = 0
+        #: NettyServerConfig keys of the server these handlers serve (set by NamesrvServer)
+        self.remoting_keys: Callable[[], dict[str, str]] = dict
 
     def handlers(self) -> dict[int, Handler]:
         R = RequestCode
@@ -224,10 +227,17 @@ class NamesrvProcessors:
     _UPDATABLE = {"orderMessageEnable", "brokerChannelExpiredTime"}
 
     def get_config(self, conn: object, cmd: RemotingCommand) -> RemotingCommand:
-        lines = []
-        for key, attr in sorted(self._CONFIG_KEYS.items()):
-            value = getattr(self.config, attr)
-            lines.append(f"{key}={str(value).lower() if isinstance(value, bool) else value}")
+        """RocketMQ's 20 keys (NamesrvConfig and NettyServerConfig) with this server's values, then its own.
+        ``clusterTest`` is off and ``productEnvName`` is RocketMQ's default (it only matters with clusterTest);
+        ``configStorePath`` is the file given to ``--config``; ``rocketmqHome`` is ``$ROCKETMQ_HOME``, left out
+        when unset as RocketMQ leaves out a null."""
+        values = {key: getattr(self.config, attr) for key, attr in self._CONFIG_KEYS.items()}
+        values.update({"configStorePath": self.config.config_store_path, "clusterTest": False,
+                       "productEnvName": "center"})
+        if os.environ.get("ROCKETMQ_HOME"):
+            values["rocketmqHome"] = os.environ["ROCKETMQ_HOME"]
+        values.update(self.remoting_keys())
+        lines = [f"{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in sorted(values.items())]
         return cmd.response(ResponseCode.SUCCESS, body="\n".join(lines).encode() + b"\n")
 
     def update_config(self, conn: object, cmd: RemotingCommand) -> RemotingCommand:

@@ -12,6 +12,7 @@ from mq.config import NamesrvConfig
 from mq.daemon.namesrv.kv_config import KVConfig
 from mq.daemon.namesrv.processors import NamesrvProcessors
 from mq.daemon.namesrv.route_table import RouteTable
+from mq.daemon.remoting_keys import server_keys
 from mq.daemon.runtime import DaemonError, cancel_tasks, describe_bind_error, mq_home
 from mq.remoting import RemotingServer
 
@@ -29,6 +30,7 @@ class NamesrvServer:
         self.server = RemotingServer(config.host, config.listen_port, limits=config.frame_limits, name="namesrv")
         for code, handler in self.processors.handlers().items():
             self.server.register(code, handler)
+        self.processors.remoting_keys = lambda: server_keys(self.server)
         self.server.on_connection_closed(self._connection_closed)
         self._scan_task: asyncio.Task | None = None
 

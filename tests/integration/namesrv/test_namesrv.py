@@ -233,6 +233,25 @@ async def test_namesrv_config_get_and_update(namesrv, client):
     assert resp.code == ResponseCode.SYSTEM_ERROR and "listenPort" in resp.remark
 
 
+#: RocketMQ 4.9.7's getNamesrvConfig keys (NamesrvConfig and NettyServerConfig; rocketmqHome with $ROCKETMQ_HOME)
+ROCKETMQ_NAMESRV_KEYS = {
+    "rocketmqHome", "kvConfigPath", "configStorePath", "productEnvName", "clusterTest", "orderMessageEnable",
+    "listenPort", "serverWorkerThreads", "serverCallbackExecutorThreads", "serverSelectorThreads",
+    "serverOnewaySemaphoreValue", "serverAsyncSemaphoreValue", "serverChannelMaxIdleTimeSeconds",
+    "serverSocketSndBufSize", "serverSocketRcvBufSize", "writeBufferHighWaterMark", "writeBufferLowWaterMark",
+    "serverSocketBacklog", "serverPooledByteBufAllocatorEnable", "useEpollNativeSelector"}
+
+
+async def test_namesrv_config_has_rocketmqs_keys(namesrv, client, monkeypatch):
+    monkeypatch.setenv("ROCKETMQ_HOME", "/opt/rocketmq")
+    resp = await client.invoke(namesrv.address, RemotingCommand.request(RequestCode.GET_NAMESRV_CONFIG))
+    kv = dict(line.split("=", 1) for line in resp.body.decode().splitlines())
+    assert ROCKETMQ_NAMESRV_KEYS <= set(kv), ROCKETMQ_NAMESRV_KEYS - set(kv)
+    assert kv["listenPort"] == str(namesrv.port) and kv["rocketmqHome"] == "/opt/rocketmq"
+    assert kv["serverChannelMaxIdleTimeSeconds"] == "120" and kv["serverSocketBacklog"] == "1024"
+    assert kv["clusterTest"] == "false" and kv["kvConfigPath"] == namesrv.config.kv_config_path
+
+
 async def test_order_topic_conf_from_kv(namesrv, client):
     await client.invoke(namesrv.address, register_command(broker_name="a", broker_addr="127.0.0.1:1",
                                                           topics={"OT": 4}))

@@ -10,12 +10,12 @@ value is true of this broker:
   ``storePathCommitLog`` the commit log's directory, ``haListenPort`` the port the HA service listens on);
 - ``clientCallbackExecutorThreads`` shows RocketMQ's default, the number of processors: mqadmin's exportMetrics
   reports it as the machine's cpuNum (callbacks run on the event loop here);
+- the server's remoting keys are ``mq.daemon.remoting_keys``'s;
 - a key that names a pool of worker threads shows how many workers serve that kind of request here: the size
   of its worker group, or 1 where the kind is answered on the event loop as it is read (pulls, offsets,
-  client management; their queue capacity is then 0: nothing waits); the remoting keys (selector, worker and
-  callback threads) are 1, the one event loop;
+  client management; their queue capacity is then 0: nothing waits);
 - a limit this broker does not enforce shows the largest value of the key's Java type (2147483647 for the
-  semaphores, 9223372036854775807 for the queue waits), a limit that is never reached;
+  client's semaphores, 9223372036854775807 for the queue waits), a limit that is never reached;
 - a key of a feature this broker does not have shows the value that turns the feature off
   (``enableDLegerCommitLog=false``, ``enableLmq=false``, ``enableConsumeQueueExt=false``, ...);
 - a key that only matters with such a feature on, or that RocketMQ 4.9.7 itself never reads, shows RocketMQ's
@@ -38,6 +38,7 @@ import os
 import time
 from typing import TYPE_CHECKING, Any, Callable
 
+from mq.daemon.remoting_keys import server_keys
 from mq.protocol.bodies import DataVersion
 from mq.protocol.codes import RequestCode, ResponseCode
 from mq.protocol.command import RemotingCommand
@@ -117,13 +118,12 @@ _ROCKETMQ_DEFAULTS = {
     "enableConsumeQueueExt": "false", "debugLockEnable": "false", "fastFailIfNoBufferInStorePool": "false",
     "enableDLegerCommitLog": "false", "isEnableBatchPush": "false", "enableLmq": "false",
     "enableMultiDispatch": "false", "enableScheduleAsyncDeliver": "false", "useTLS": "false",
-    "serverSocketSndBufSize": "0", "serverSocketRcvBufSize": "0", "clientSocketSndBufSize": "0",
-    "clientSocketRcvBufSize": "0",
     # what this broker does, as RocketMQ's default says
     "transferMsgByHeap": "true",  # a pull's records are copied into the answer
     "enableDetailStat": "true",  # per topic and per topic@group statistics are kept
     "useReentrantLockWhenPutMessage": "true",  # the put lock is a blocking lock, not a spin lock
     "flushCommitLogTimed": "true",  # the ASYNC_FLUSH thread sleeps its interval, puts do not wake it
+    "clientSocketSndBufSize": "0", "clientSocketRcvBufSize": "0",  # the operating system's buffers
     # only with a feature this broker does not have
     "consumerFallbehindThreshold": "17179869184", "expectConsumerNumUseFilter": "32",
     "maxErrorRateOfBloomFilter": "20", "filterDataCleanTimeSpan": "86400000",
@@ -139,20 +139,19 @@ _ROCKETMQ_DEFAULTS = {
 }
 #: Keys whose value describes this broker where RocketMQ's default would not.
 _THIS_BROKER = {
-    # one event loop thread reads, decodes and answers (inline kinds) every request, and runs callbacks
-    "serverWorkerThreads": "1", "serverSelectorThreads": "1", "serverCallbackExecutorThreads": "1",
+    # the one event loop thread also runs the outbound client and completes puts (the server's keys: see
+    # mq.daemon.remoting_keys)
     "clientWorkerThreads": "1", "putMessageFutureThreadPoolNums": "1",
     # answered on the event loop as read: one "thread", nothing queued
     "pullMessageThreadPoolNums": "1", "pullThreadPoolQueueCapacity": "0", "clientManageThreadPoolNums": "1",
     "clientManagerThreadPoolQueueCapacity": "0", "consumerManageThreadPoolNums": "1",
     "consumerManagerThreadPoolQueueCapacity": "0", "putThreadPoolQueueCapacity": "0",
     # limits not enforced here
-    "serverOnewaySemaphoreValue": INT_MAX, "serverAsyncSemaphoreValue": INT_MAX,
     "clientOnewaySemaphoreValue": INT_MAX, "clientAsyncSemaphoreValue": INT_MAX,
     "waitTimeMillsInPullQueue": LONG_MAX, "waitTimeMillsInHeartbeatQueue": LONG_MAX,
     "waitTimeMillsInTransactionQueue": LONG_MAX,
     # no pooled buffers; connections to the name servers are never closed for idleness or after a timeout
-    "serverPooledByteBufAllocatorEnable": "false", "clientPooledByteBufAllocatorEnable": "false",
+    "clientPooledByteBufAllocatorEnable": "false",
     "clientChannelMaxIdleTimeSeconds": "0", "clientCloseSocketIfTimeout": "false",
     # no statistics of consumers falling behind onto disk, nor of schedule deliveries per level
     "diskFallRecorded": "false", "enableScheduleMessageStats": "false",
@@ -166,41 +165,28 @@ def _group(c: "BrokerController", name: str) -> Any:
 def _derived(c: "BrokerController") -> dict[str, str]:
     """The keys computed from what the broker runs with."""
     cfg, scfg = c.config, c.store_config
-    limits = c.server.connection_limits
     default = _group(c, "default").limits
-    out = {
+    out = server_keys(c.server)
+    out.update({
         "brokerIP1": cfg.advertised_host,
         "brokerIP2": cfg.broker_ip2 or cfg.advertised_host,
         "storePathCommitLog": scfg.store_path_commit_log or str(scfg.commit_log_dir()),
         "haListenPort": str(c.ha_port),
-        "writeBufferHighWaterMark": str(limits.write_high_water),
-        "writeBufferLowWaterMark": str(limits.write_low_water),
-        "serverSocketBacklog": "1024",
         "connectTimeoutMillis": str(int(c.registrar.client.connect_timeout * 1000)),
         # END_TRANSACTION, SEND_REPLY_MESSAGE and CONSUMER_SEND_MSG_BACK run in the default worker group
         "endTransactionThreadPoolNums": str(default.concurrency),
         "endTransactionPoolQueueCapacity": str(default.queue_capacity),
         "processReplyMessageThreadPoolNums": str(default.concurrency),
         "replyThreadPoolQueueCapacity": str(default.queue_capacity),
-        "useEpollNativeSelector": "true" if _uvloop_running() else "false",
         # RocketMQ's default, the number of processors, which mqadmin exportMetrics reports as cpuNum
         "clientCallbackExecutorThreads": str(os.cpu_count() or 1),
-    }
+    })
     if scfg.ha_master_address:  # RocketMQ leaves a null key out
         out["haMasterAddress"] = scfg.ha_master_address
     home = os.environ.get("ROCKETMQ_HOME")
     if home:  # where plain_acl.yml is read from; RocketMQ leaves the key out when it is not set
         out["rocketmqHome"] = home
     return out
-
-
-def _uvloop_running() -> bool:
-    import asyncio
-
-    try:
-        return type(asyncio.get_running_loop()).__module__.startswith("uvloop")
-    except RuntimeError:
-        return False
 
 
 def _text(value: Any) -> str:
