@@ -9,6 +9,7 @@ so a broker with thousands of topics does not send, nor make every name server p
 each new one. A deletion, and every periodic registration, sends the whole table.
 When the broker is not both readable and writable, every topic's perm is narrowed to ``brokerPermission``.
 A name server that cannot be reached is logged and retried on the next period; it never stops the broker.
+``INTERNAL_TOPICS`` (the timer's ``rmq_sys_wheel_timer``) are never registered: no client routes to them.
 
 ``haServerAddr`` is ``brokerIP2 (or the advertised host):<HA port actually bound>``. A slave reads ``masterAddr``
 and ``haServerAddr`` from each answer and hands them to the controller (``on_master_info``), which points its
@@ -22,6 +23,7 @@ import logging
 import zlib
 from typing import TYPE_CHECKING, Sequence
 
+from mq.daemon.broker.timer.service import TIMER_TOPIC
 from mq.daemon.runtime import cancel_tasks
 from mq.errors import MQError
 from mq.protocol.bodies import (RegisterBrokerBody, TopicConfig, TopicConfigSerializeWrapper)
@@ -35,6 +37,10 @@ if TYPE_CHECKING:
     from mq.daemon.broker.controller import BrokerController
 
 log = logging.getLogger(__name__)
+
+#: Topics only this broker uses, never routed: the timer's parking topic (RocketMQ 4.9.7 has none, so a client,
+#: mqadmin topicList or the dashboard must not see one)
+INTERNAL_TOPICS = frozenset({TIMER_TOPIC})
 
 
 class Registrar:
@@ -55,13 +61,18 @@ class Registrar:
         return self.c.config.namesrv_addrs
 
     def _body(self, topics: Sequence[TopicConfig] | None = None) -> bytes:
-        """The whole topic table, or only ``topics`` with the table's data version."""
+        """The whole topic table, or only ``topics`` with the table's data version; never the internal topics."""
         c = self.c
         if topics is None:
             wrapper = c.topic_config.wrapper()
+            if not INTERNAL_TOPICS.isdisjoint(wrapper.topic_config_table):
+                wrapper = TopicConfigSerializeWrapper(
+                    topic_config_table={k: v for k, v in wrapper.topic_config_table.items()
+                                        if k not in INTERNAL_TOPICS}, data_version=wrapper.data_version)
         else:
-            wrapper = TopicConfigSerializeWrapper(topic_config_table={tc.topic_name: tc for tc in topics},
-                                                  data_version=c.topic_config.data_version)
+            wrapper = TopicConfigSerializeWrapper(
+                topic_config_table={tc.topic_name: tc for tc in topics if tc.topic_name not in INTERNAL_TOPICS},
+                data_version=c.topic_config.data_version)
         perm = c.config.broker_permission
         if perm & 6 != 6:  # not both readable and writable: narrow every topic (PermName)
             table = {}

@@ -129,7 +129,9 @@ class TopicConfigManager:
         return TopicConfigSerializeWrapper(topic_config_table=dict(self._table), data_version=self._data_version)
 
     def system_topics(self) -> set[str]:
-        return set(self._system)
+        """The start-up system topics and every ``rmq_sys_`` topic (RocketMQ's TopicValidator.isSystemTopic), which
+        mqadmin's exportMetadata leaves out."""
+        return set(self._system) | {t for t in self._table if t.startswith(T.SYSTEM_TOPIC_PREFIX)}
 
     def is_system_topic(self, topic: str) -> bool:
         return topic in self._system or T.is_system_topic(topic)
