@@ -261,33 +261,44 @@ def reset_offset_by_time(obj, group: str, topic: str, when: str, force: bool, no
                          json_mode: bool) -> None:
     """Reset a group's offsets on a topic to the first message stored at or after a time.
 
-    Online consumers are told the new offsets at once; an offline group resumes from them."""
+    Online consumers are told the new offsets at once. For a group with no consumer online the broker answers
+    CONSUMER_NOT_ONLINE and, as mqadmin does, the offsets are committed here queue by queue; the table then shows
+    each queue's broker offset, the group's offset, the offset at the time and the offset it now has."""
     from mq.cli.console import Console
 
     ts = _time_option(when)
     force = force and not no_force
 
-    async def run(admin) -> dict:
+    async def run(admin) -> tuple[dict, list[dict]]:
         from mq.errors import ConsumerNotOnlineError
 
-        table = {}
+        table, rollback = {}, []
         for addr in (await admin.topic_master_addrs(topic)).values():
             try:
                 table.update(await admin.reset_offset_by_timestamp(addr, topic, group, ts, force, cplus))
-            except ConsumerNotOnlineError:  # a Java broker and an offline group: commit the offsets ourselves
-                table.update(await admin.reset_offset_by_time_old(addr, topic, group, ts, force))
-        return table
+            except ConsumerNotOnlineError:  # mqadmin's resetOffsetByTimestampOld
+                rollback += await admin.rollback_stats(addr, topic, group, ts, force)
+        return table, rollback
 
-    table = with_admin(obj, run)
+    table, rollback = with_admin(obj, run)
     rows = [{"topic": mq.topic, "brokerName": mq.broker_name, "queueId": mq.queue_id, "offset": off}
             for mq, off in sorted(table.items())]
+    rows += [{"topic": topic, **r, "offset": r["rollbackOffset"]} for r in rollback]
     console = Console(json_mode=json_mode)
     if json_mode:
         console.json({"group": group, "topic": topic, "timestamp": ts, "offsets": rows})
         return
-    console.table(f"Offsets of {group} on {topic} reset to {'latest' if ts == -1 else format_ms(ts)}",
-                  ["Broker", "QID", "New Offset"], [(r["brokerName"], r["queueId"], r["offset"]) for r in rows],
-                  justify={"QID": "right", "New Offset": "right"})
+    title = f"Offsets of {group} on {topic} reset to {'latest' if ts == -1 else format_ms(ts)}"
+    if rollback:
+        columns = ["#brokerName", "#queueId", "#brokerOffset", "#consumerOffset", "#timestampOffset",
+                   "#rollbackOffset"]
+        console.table(title + " (no consumer online: committed here)", columns,
+                      [(r["brokerName"], r["queueId"], r["brokerOffset"], r["consumerOffset"], r["timestampOffset"],
+                        r["rollbackOffset"]) for r in rollback], justify={c: "right" for c in columns[1:]})
+    if table:
+        console.table(title, ["Broker", "QID", "New Offset"],
+                      [(r["brokerName"], r["queueId"], r["offset"]) for r in rows if "rollbackOffset" not in r],
+                      justify={"QID": "right", "New Offset": "right"})
 
 
 @click.command("skipAccumulatedMessage")

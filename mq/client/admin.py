@@ -523,25 +523,44 @@ class MQAdmin:
 
     async def reset_offset_by_time_old(self, addr: str, topic: str, group: str, timestamp: int,
                                        force: bool = True) -> dict:
-        """mqadmin's fallback when a broker answers CONSUMER_NOT_ONLINE to 222 (a Java broker and an offline
-        group): per queue of the group's ConsumeStats, search the offset by time (-1: the max offset) and commit
-        it with UPDATE_CONSUMER_OFFSET (only backwards unless ``force``). Returns MessageQueue -> new offset."""
+        """mqadmin's fallback when a broker answers CONSUMER_NOT_ONLINE to 222 (an offline group): MessageQueue ->
+        the offset the queue now has (``rollback_stats``)."""
+        from mq.protocol.bodies import MessageQueue
+
+        return {MessageQueue(topic, r["brokerName"], r["queueId"]): r["rollbackOffset"]
+                for r in await self.rollback_stats(addr, topic, group, timestamp, force)}
+
+    async def rollback_stats(self, addr: str, topic: str, group: str, timestamp: int,
+                             force: bool = True) -> list[dict]:
+        """mqadmin's ``resetOffsetByTimestampOld`` on one broker: for each queue of ``topic`` in the group's
+        ConsumeStats (else each queue of the topic, its min offset taken as the group's), the offset at
+        ``timestamp`` (-1: the max offset) is committed with UPDATE_CONSUMER_OFFSET when ``force`` or when it is
+        not ahead of the group's. One RollbackStats row per queue: brokerName, queueId, brokerOffset,
+        consumerOffset, timestampOffset, rollbackOffset (the offset the queue now has)."""
         stats = await self.examine_consume_stats(addr, group, topic)
-        out = {}
-        for mq, ow in sorted(stats.offset_table.items()):
+        queues = {mq: (ow.broker_offset, ow.consumer_offset) for mq, ow in stats.offset_table.items()
+                  if mq.topic == topic}
+        if not queues:  # the group never consumed it here: the topic's own offsets
+            topic_stats = await self.examine_topic_stats(addr, topic)
+            queues = {mq: (to.max_offset, to.min_offset) for mq, to in topic_stats.offset_table.items()}
+        rows = []
+        for mq, (broker_offset, consumer_offset) in sorted(queues.items()):
             if timestamp == -1:
-                target = ow.broker_offset
+                resp = await self._broker(addr, RequestCode.GET_MAX_OFFSET,
+                                          h.GetMaxOffsetRequestHeader(topic=mq.topic, queue_id=mq.queue_id))
+                target = h.GetMaxOffsetResponseHeader.from_ext(resp.ext_fields).offset
             else:
                 resp = await self._broker(addr, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, h.SearchOffsetRequestHeader(
                     topic=mq.topic, queue_id=mq.queue_id, timestamp=timestamp))
                 target = h.SearchOffsetResponseHeader.from_ext(resp.ext_fields).offset
-            if target < 0 or not (force or target < ow.consumer_offset):
-                out[mq] = ow.consumer_offset
-                continue
-            await self._broker(addr, RequestCode.UPDATE_CONSUMER_OFFSET, h.UpdateConsumerOffsetRequestHeader(
-                consumer_group=group, topic=mq.topic, queue_id=mq.queue_id, commit_offset=target))
-            out[mq] = target
-        return out
+            rollback = consumer_offset
+            if force or target <= consumer_offset:
+                await self._broker(addr, RequestCode.UPDATE_CONSUMER_OFFSET, h.UpdateConsumerOffsetRequestHeader(
+                    consumer_group=group, topic=mq.topic, queue_id=mq.queue_id, commit_offset=target))
+                rollback = target
+            rows.append({"brokerName": mq.broker_name, "queueId": mq.queue_id, "brokerOffset": broker_offset,
+                         "consumerOffset": consumer_offset, "timestampOffset": target, "rollbackOffset": rollback})
+        return rows
 
     # -- broker statistics: GET_BROKER_CONSUME_STATS, GET_ALL_PRODUCER_INFO, VIEW_BROKER_STATS_DATA, ... -----
     async def fetch_consume_stats_in_broker(self, addr: str, is_order: bool = False, timeout: float | None = None):

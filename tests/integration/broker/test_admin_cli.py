@@ -157,6 +157,12 @@ def test_consumer_progress_and_reset(cluster, mq, client):
 
     res = mq_json(mq, "resetOffsetByTime", "-g", "CliG2", "-t", "CliT2", "-s", "0")
     assert [(o["queueId"], o["offset"]) for o in res["offsets"]] == [(0, 0), (1, 0)]
+    # no consumer online: the broker answers CONSUMER_NOT_ONLINE and the offsets are committed here, as mqadmin's
+    # resetOffsetByTimestampOld does: #brokerOffset #consumerOffset #timestampOffset #rollbackOffset per queue
+    assert [(o["brokerOffset"], o["consumerOffset"], o["timestampOffset"], o["rollbackOffset"])
+            for o in res["offsets"]] == [(3, 1, 0, 0), (3, 3, 0, 0)]
+    text = mq("resetOffsetByTime", "-g", "CliG2", "-t", "CliT2", "-s", "0")
+    assert text.exit_code == 0 and "#rollbackOffset" in text.stdout and "no consumer online" in text.stdout
     out = mq_json(mq, "consumerProgress", "-g", "CliG2")
     assert [q["consumerOffset"] for q in out["queues"]] == [0, 0] and out["totals"]["diff"] == 6
     res = mq_json(mq, "resetOffsetByTime", "-g", "CliG2", "-t", "CliT2", "-s", "now")

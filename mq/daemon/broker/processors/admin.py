@@ -7,13 +7,13 @@ the name servers or relay a call to a client are ``async``.
 Bodies are written the way a Java 4.9 broker writes them (fastjson: sorted keys, MessageQueue object keys,
 unquoted integer keys in GET_ALL_CONSUMER_OFFSET / GET_ALL_DELAY_OFFSET), so Java ``mqadmin`` reads them.
 
-INVOKE_BROKER_TO_RESET_OFFSET (222), our choice: the new offset of each queue is computed as Java does
-(``timestamp == -1``: max offset; else search by store time; not ``isForce``: never move forward). If the
-group has online members, RESET_CONSUMER_CLIENT_OFFSET (220) is pushed to each of them (ResetOffsetBody, or the
-C++ list form when the admin's request language is CPP). Whether or not it is online, the offsets are also
-committed in the broker's offset table, so an offline group resumes from them (Java answers
-CONSUMER_NOT_ONLINE there and mqadmin falls back to committing offsets itself: the result is the same) and
-clients that ignore 220 (Node.js) pick them up at their next restart.
+INVOKE_BROKER_TO_RESET_OFFSET (222): the new offset of each queue is computed as Java does (``timestamp ==
+-1``: max offset; else search by store time; not ``isForce``: never move forward). A group without online members
+is answered CONSUMER_NOT_ONLINE, as RocketMQ answers, and nothing changes: mqadmin (and ``mq resetOffsetByTime``)
+then commit the offsets themselves with UPDATE_CONSUMER_OFFSET. Otherwise RESET_CONSUMER_CLIENT_OFFSET (220) is
+pushed to each member (ResetOffsetBody, or the C++ list form when the admin's request language is CPP), and,
+beyond RocketMQ, the offsets are also committed in the broker's offset table, so clients that ignore 220
+(Node.js) pick them up at their next restart.
 """
 
 from __future__ import annotations
@@ -264,28 +264,29 @@ class AdminProcessor:
         table = self.reset_offsets_table(hd.topic, hd.group, hd.timestamp, hd.is_force)
         if isinstance(table, str):
             return self._error(cmd, SYSTEM_ERROR, table)
+        info = self.c.consumers.get(hd.group)
+        if info is None or not info.channels:
+            # RocketMQ's answer: mqadmin (and mq's CLI) then commit the offsets themselves, printing each queue's
+            # #brokerOffset #consumerOffset #timestampOffset #rollbackOffset
+            return self._error(cmd, ResponseCode.CONSUMER_NOT_ONLINE,
+                               f"Consumer not online, so can not reset offset, Group: {hd.group} Topic: {hd.topic} "
+                               f"Timestamp: {hd.timestamp}")
         for mq, off in table.items():
             self.c.offsets.commit(conn.remote_addr, hd.group, hd.topic, mq.queue_id, off)
-        info = self.c.consumers.get(hd.group)
-        if info is not None and info.channels:
-            if cmd.language == LanguageCode.CPP:
-                body = dumps({"offsetTable": [{"brokerName": mq.broker_name, "offset": off, "queueId": mq.queue_id,
-                                                "topic": mq.topic} for mq, off in sorted(table.items())]})
-            else:
-                body = ResetOffsetBody(table).to_json()
-            ext = h.ResetOffsetRequestHeader(hd.topic, hd.group, hd.timestamp, hd.is_force).to_ext()
-            for ch in list(info.channels.values()):
-                push = RemotingCommand.request(RequestCode.RESET_CONSUMER_CLIENT_OFFSET, dict(ext), body,
-                                               oneway=True)
-                try:
-                    self.c.notify_client_oneway(ch.conn, push)
-                except Exception as exc:  # a closing channel must not fail the others
-                    log.warning("reset offset: cannot notify %s (%s): %s", ch.client_id, ch.addr, exc)
-            log.info("reset offset of %s on %s to %s: pushed to %d client(s)", hd.group, hd.topic, hd.timestamp,
-                     len(info.channels))
+        if cmd.language == LanguageCode.CPP:
+            body = dumps({"offsetTable": [{"brokerName": mq.broker_name, "offset": off, "queueId": mq.queue_id,
+                                            "topic": mq.topic} for mq, off in sorted(table.items())]})
         else:
-            log.info("reset offset of %s on %s to %s: group offline, offsets committed", hd.group, hd.topic,
-                     hd.timestamp)
+            body = ResetOffsetBody(table).to_json()
+        ext = h.ResetOffsetRequestHeader(hd.topic, hd.group, hd.timestamp, hd.is_force).to_ext()
+        for ch in list(info.channels.values()):
+            push = RemotingCommand.request(RequestCode.RESET_CONSUMER_CLIENT_OFFSET, dict(ext), body, oneway=True)
+            try:
+                self.c.notify_client_oneway(ch.conn, push)
+            except Exception as exc:  # a closing channel must not fail the others
+                log.warning("reset offset: cannot notify %s (%s): %s", ch.client_id, ch.addr, exc)
+        log.info("reset offset of %s on %s to %s: pushed to %d client(s)", hd.group, hd.topic, hd.timestamp,
+                 len(info.channels))
         return cmd.response(SUCCESS, body=ResetOffsetBody(table).to_json())
 
     # -- relays to clients ---------------------------------------------------------------------------------
