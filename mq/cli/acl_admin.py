@@ -1,5 +1,5 @@
 """Plain ACL administration: `mq updateAclConfig`, `deleteAclConfig`, `updateGlobalWhiteAddr`,
-`clusterAclConfigVersion` (mqadmin's acl/ commands, same short options).
+`clusterAclConfigVersion`, `getAclConfig` (mqadmin's acl/ commands, same short options).
 
 With ``-c`` the request goes to every broker of the cluster, masters and slaves (each keeps its own ACL files),
 as mqadmin's does; with ``-b`` to one broker. Every broker gets one row (its result or its error), and the command
@@ -69,19 +69,22 @@ def _report(json_mode: bool, title: str, rows: list[tuple[str, Any, str | None]]
 @click.option("-c", "--clusterName", "cluster", help="Change every broker of this cluster.")
 @click.option("-a", "--accessKey", "access_key", required=True, help="The account's access key (7+ characters).")
 @click.option("-s", "--secretKey", "secret_key", required=True, help="The account's secret key (7+ characters).")
-@click.option("-w", "--whiteRemoteAddress", "white", default="", help="Addresses that skip the checks, e.g. 192.168.0.*")
-@click.option("-i", "--defaultTopicPerm", "default_topic_perm", type=click.Choice(PERMS), default="DENY",
-              show_default=True)
-@click.option("-u", "--defaultGroupPerm", "default_group_perm", type=click.Choice(PERMS), default="DENY",
-              show_default=True)
-@click.option("-t", "--topicPerms", "topic_perms", default="", help="e.g. topicA=PUB,topicB=PUB|SUB")
-@click.option("-g", "--groupPerms", "group_perms", default="", help="e.g. groupA=SUB,groupB=DENY")
+@click.option("-w", "--whiteRemoteAddress", "white", default=None, help="Addresses that skip the checks, e.g. 192.168.0.*")
+@click.option("-i", "--defaultTopicPerm", "default_topic_perm", type=click.Choice(PERMS), default=None,
+              help="Permission on topics the account does not name (a new account: DENY).")
+@click.option("-u", "--defaultGroupPerm", "default_group_perm", type=click.Choice(PERMS), default=None,
+              help="Permission on groups the account does not name (a new account: DENY).")
+@click.option("-t", "--topicPerms", "topic_perms", default=None, help="e.g. topicA=PUB,topicB=PUB|SUB")
+@click.option("-g", "--groupPerms", "group_perms", default=None, help="e.g. groupA=SUB,groupB=DENY")
 @click.option("-m", "--admin", "admin_flag", type=bool, default=False, show_default=True)
 @json_option
 @click.pass_obj
 def update_acl_config(obj, broker, cluster, access_key, secret_key, white, default_topic_perm, default_group_perm,
                       topic_perms, group_perms, admin_flag, json_mode) -> None:
-    """Create or update an account in the brokers' ACL files."""
+    """Create or update an account in the brokers' ACL files.
+
+    As with mqadmin, only what is given changes: an option left out keeps the account's current value (a new
+    account: no white address, DENY by default, no named resources), and nothing left out is sent."""
     from mq.protocol.headers import CreateAccessConfigRequestHeader
 
     _require_target(cluster, broker)
@@ -152,3 +155,56 @@ def cluster_acl_config_version(obj, broker, cluster, json_mode) -> None:
         console.table("ACL config versions", ["Broker", "Name", "File", "Version"], table)
     if not rows or any(e is not None for _, _, e in rows):
         sys.exit(1)
+
+
+#: PlainAccessConfig's fields, in the order mqadmin getAclConfig prints them
+ACCOUNT_FIELDS = ("accessKey", "secretKey", "whiteRemoteAddress", "admin", "defaultTopicPerm", "defaultGroupPerm",
+                  "topicPerms", "groupPerms")
+
+
+@click.command("getAclConfig")
+@click.option("-b", "--brokerAddr", "broker", help="One broker (ip:port).")
+@click.option("-c", "--clusterName", "cluster", help="Every master of this cluster.")
+@json_option
+@click.pass_obj
+def get_acl_config(obj, broker, cluster, json_mode) -> None:
+    """Show every account (secret keys included) and global white address of the brokers' ACL files. With -c the
+    cluster's masters are asked, as mqadmin's getAclConfig does; reading them needs an admin account."""
+    from mq.cli.console import Console
+
+    _require_target(cluster, broker)
+
+    async def run(admin) -> list[tuple[str, Any, str | None]]:
+        addrs = [broker] if broker else sorted((await admin.master_addrs(cluster)).values())
+        out = []
+        for addr in addrs:
+            try:
+                out.append((addr, await admin.acl_config(addr), None))
+            except Exception as exc:  # one broker's failure is its row
+                out.append((addr, None, str(exc)))
+        return out
+
+    rows = with_admin(obj, run, timeout=10.0)
+    console = Console(json_mode=json_mode)
+    if json_mode:
+        console.json({"brokers": [{"broker": a, **(c or {}), **({"error": e} if e else {})} for a, c, e in rows]})
+    for addr, config, err in [] if json_mode else rows:
+        if err:
+            console.error(f"{addr}: {err}")
+            continue
+        console.table(f"ACL of {addr}: globalWhiteRemoteAddresses {config['globalWhiteAddrs']}",
+                      ["#", *ACCOUNT_FIELDS],
+                      [(i + 1, *(_field_text(acc.get(f)) for f in ACCOUNT_FIELDS))
+                       for i, acc in enumerate(config["plainAccessConfigs"])])
+    if not rows or any(e is not None for _, _, e in rows):
+        sys.exit(1)
+
+
+def _field_text(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return "[" + ", ".join(map(str, value)) + "]"
+    return str(value)

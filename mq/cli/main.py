@@ -86,6 +86,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "deleteAclConfig": ("mq.cli.acl_admin:delete_acl_config", "Delete an account from the brokers' ACL files."),
     "updateGlobalWhiteAddr": ("mq.cli.acl_admin:update_global_white_addr", "Set the addresses that skip every ACL check."),
     "clusterAclConfigVersion": ("mq.cli.acl_admin:cluster_acl_config_version", "Show the version of each broker's ACL files."),
+    "getAclConfig": ("mq.cli.acl_admin:get_acl_config", "Show every account and global white address of the brokers' ACL files."),
 }
 
 

@@ -637,7 +637,7 @@ class MQAdmin:
         """DELETE_EXPIRED_COMMITLOG (329) on one broker."""
         await self._broker(addr, RequestCode.DELETE_EXPIRED_COMMITLOG, timeout=max(self.timeout, 30.0))
 
-    # -- plain ACL (what mqadmin's updateAclConfig, deleteAclConfig, updateGlobalWhiteAddr and
+    # -- plain ACL (what mqadmin's updateAclConfig, deleteAclConfig, updateGlobalWhiteAddr, getAclConfig and
     # clusterAclConfigVersion send) ----------------------------------------------------------------------
     async def update_acl_account(self, addr: str, header: "h.CreateAccessConfigRequestHeader") -> None:
         """UPDATE_AND_CREATE_ACL_CONFIG (50)."""
@@ -651,6 +651,16 @@ class MQAdmin:
         """UPDATE_GLOBAL_WHITE_ADDRS_CONFIG (53): ``patterns`` comma-separated."""
         await self._broker(addr, RequestCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG,
                            h.UpdateGlobalWhiteAddrsConfigRequestHeader(patterns, acl_file))
+
+    async def acl_config(self, addr: str) -> dict:
+        """GET_BROKER_CLUSTER_ACL_CONFIG (54): ``{"globalWhiteAddrs": [...], "plainAccessConfigs": [...]}``, every
+        account of the broker's ACL files (mqadmin getAclConfig)."""
+        from mq.common.fastjson import loads
+
+        resp = await self._broker(addr, RequestCode.GET_BROKER_CLUSTER_ACL_CONFIG)
+        body = loads(resp.body or b"{}")
+        return {"globalWhiteAddrs": list(body.get("globalWhiteAddrs") or []),
+                "plainAccessConfigs": list(body.get("plainAccessConfigs") or [])}
 
     async def acl_config_version(self, addr: str) -> "h.GetBrokerAclConfigResponseHeader":
         """GET_BROKER_CLUSTER_ACL_INFO (52)."""

@@ -61,11 +61,13 @@ log = logging.getLogger(__name__)
 
 RETRY_PREFIX = "%RETRY%"
 ACL_EXCEPTION = "org.apache.rocketmq.acl.common.AclException"
-#: RocketMQ 4.9's admin codes, plus the ACL changes themselves (4.9 lets any signed account make those; an
-#: account that could grant itself every permission would make the rest pointless)
+#: RocketMQ 4.9's admin codes, plus the ACL changes themselves and the reading of every account (4.9 lets any signed
+#: account make or read those; an account that could grant itself every permission, or read an admin's secret
+#: key, would make the rest pointless)
 ADMIN_CODES = frozenset((R.UPDATE_AND_CREATE_TOPIC, R.UPDATE_BROKER_CONFIG, R.DELETE_TOPIC_IN_BROKER,
                          R.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, R.DELETE_SUBSCRIPTIONGROUP,
-                         R.UPDATE_AND_CREATE_ACL_CONFIG, R.DELETE_ACL_CONFIG, R.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG))
+                         R.UPDATE_AND_CREATE_ACL_CONFIG, R.DELETE_ACL_CONFIG, R.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG,
+                         R.GET_BROKER_CLUSTER_ACL_CONFIG))  # 54 answers every secret key
 MIN_KEY_LENGTH = 7  # "longer than 6"
 _PPM = "org.apache.rocketmq.acl.plain.PlainPermissionManager"
 #: where RocketMQ 4.9.7 throws each refusal: the frame its remark names after the message
@@ -469,15 +471,21 @@ class PlainAccessValidator:
 
     # -- changes from mqadmin (UPDATE_AND_CREATE_ACL_CONFIG, DELETE_ACL_CONFIG, UPDATE_GLOBAL_WHITE_ADDRS_CONFIG)
     def update_account(self, entry: dict[str, Any]) -> None:
-        """Create or replace the account ``entry["accessKey"]`` in the file that holds it (a new one goes to the
-        main file). ConfigError, and nothing written, if the result would not load."""
+        """Create the account ``entry["accessKey"]``, or change the keys ``entry`` holds in the file that holds it
+        (RocketMQ's createAclAccessConfigMap; a new one goes to the main file). ConfigError, and nothing written,
+        if the result would not load."""
         docs = read_acl_documents(self.main_file)
         ak = entry["accessKey"]
         target = next((p for p, d in docs.items() if any(isinstance(a, dict) and a.get("accessKey") == ak
                                                          for a in _accounts_of(d))), self.main_file)
         doc = _mapping(docs[target])
-        accounts = [a for a in _accounts_of(doc) if not (isinstance(a, dict) and a.get("accessKey") == ak)]
-        doc["accounts"] = [*accounts, entry]
+        accounts = _accounts_of(doc)
+        at = next((i for i, a in enumerate(accounts) if isinstance(a, dict) and a.get("accessKey") == ak), None)
+        if at is None:
+            accounts.append(dict(entry))
+        else:
+            accounts[at] = {**accounts[at], **entry}
+        doc["accounts"] = accounts
         self._write(docs, target, doc)
 
     def delete_account(self, access_key: str) -> bool:
@@ -501,6 +509,33 @@ class PlainAccessValidator:
         doc = _mapping(docs[match])
         doc["globalWhiteRemoteAddresses"] = patterns
         self._write(docs, match, doc)
+
+    def all_acl_config(self) -> dict[str, Any]:
+        """RocketMQ's getAllAclConfig over every ACL file: ``{"globalWhiteAddrs": [...], "plainAccessConfigs":
+        [{accessKey, secretKey, whiteRemoteAddress, admin, defaultTopicPerm, defaultGroupPerm, topicPerms,
+        groupPerms}]}``, the first definition of an access key kept; values as the files hold them (as text)."""
+        white: list[str] = []
+        accounts: list[dict[str, Any]] = []
+        seen: set[str] = set()
+        for data in read_acl_documents(self.main_file).values():
+            doc = _mapping(data)
+            patterns = doc.get("globalWhiteRemoteAddresses")
+            if isinstance(patterns, list):
+                white += [t for t in map(_text, patterns) if t is not None]
+            for raw in _accounts_of(doc):
+                ak = _text(raw.get("accessKey")) if isinstance(raw, dict) else None
+                if ak is None or ak in seen:
+                    continue
+                seen.add(ak)
+                entry: dict[str, Any] = {"accessKey": ak, "admin": raw.get("admin") in (True, "true", "True")}
+                for key in ("secretKey", "whiteRemoteAddress", "defaultTopicPerm", "defaultGroupPerm"):
+                    if _text(raw.get(key)) is not None:
+                        entry[key] = _text(raw.get(key))
+                for key in ("topicPerms", "groupPerms"):
+                    if isinstance(raw.get(key), list):
+                        entry[key] = [t for t in map(_text, raw[key]) if t is not None]
+                accounts.append(entry)
+        return {"globalWhiteAddrs": white, "plainAccessConfigs": accounts}
 
     def versions(self) -> dict[str, dict[str, int]]:
         """File -> its dataVersion ({"counter", "timestamp"}), as RocketMQ keeps them in the files."""

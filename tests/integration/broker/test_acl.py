@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import time
 
@@ -203,6 +204,26 @@ def test_acl_admin_commands_change_the_file_and_apply_at_once(acl_broker, namesr
     res = cli(run, namesrv.address, "clusterAclConfigVersion", *target, "--json", creds=APP)
     assert res.exit_code == 0, res.output
     assert '"counter": 1' in res.output
+
+    # mqadmin getAclConfig (54): every account, secret keys included, so an admin account only
+    res = cli(run, namesrv.address, "getAclConfig", *target, "--json", creds=APP)
+    assert res.exit_code == 1 and "Need admin permission for request code=54" in res.output
+    res = cli(run, namesrv.address, "getAclConfig", *target, "--json", creds=ADMIN)
+    assert res.exit_code == 0, res.output
+    [shown] = json.loads(res.output)["brokers"]
+    team = next(a for a in shown["plainAccessConfigs"] if a["accessKey"] == "teamkey01")
+    assert team == {"accessKey": "teamkey01", "secretKey": "teamsecret01", "admin": False,
+                    "defaultTopicPerm": "PUB", "defaultGroupPerm": "SUB", "topicPerms": ["AclAudit=SUB"]}
+    # as RocketMQ's: only what is given changes (no -t/-g: the account keeps them; nothing empty is sent)
+    res = cli(run, namesrv.address, "updateAclConfig", *target, "-a", "teamkey01", "-s", "teamsecret01", "-i", "SUB",
+              creds=ADMIN)
+    assert res.exit_code == 0, res.output
+    res = cli(run, namesrv.address, "getAclConfig", *target, "--json", creds=ADMIN)
+    team = next(a for a in json.loads(res.output)["brokers"][0]["plainAccessConfigs"] if a["accessKey"] == "teamkey01")
+    assert team["defaultTopicPerm"] == "SUB" and team["topicPerms"] == ["AclAudit=SUB"] and "groupPerms" not in team
+    res = cli(run, namesrv.address, "updateAclConfig", *target, "-a", "teamkey01", "-s", "teamsecret01", "-i", "PUB",
+              creds=ADMIN)
+    assert res.exit_code == 0, res.output
 
     res = cli(run, namesrv.address, "updateAclConfig", *target, "-a", "teamkey01", "-s", "teamsecret01",
               "-t", "AclAudit=WRITE", creds=ADMIN)

@@ -11,13 +11,15 @@
     |      |                                  |    brokerAddr, clusterName                  |                |
     |   53 | UPDATE_GLOBAL_WHITE_ADDRS_CONFIG | globalWhiteAddrs (comma-separated),         | 211            |
     |      |                                  | aclFileFullPath                             |                |
+    |   54 | GET_BROKER_CLUSTER_ACL_CONFIG    | -> body {"globalWhiteAddrs", "plainAccessConfigs": [account]}         |
     +------+----------------------------------+---------------------------------------------+----------------+
 
 Changes are written to the ACL files (atomically, with the file's ``dataVersion`` counter bumped) and are in
 force for the next request. A change that would not load (a short key, a bad permission or address pattern) is
 refused with the reason and changes nothing. On a broker without ``aclEnable`` every code fails with a remark
-that says so (RocketMQ answers with an empty remark there). 50, 51 and 53 need an admin account (see
-``mq.daemon.broker.acl.ADMIN_CODES``).
+that says so (RocketMQ answers with an empty remark there, and leaves 54 unanswered). 50, 51, 53 and 54 need an
+admin account (see ``mq.daemon.broker.acl.ADMIN_CODES``). 50 changes only the keys the request carries, as
+RocketMQ's does: a left-out option of mqadmin's updateAclConfig keeps the account's value.
 """
 
 from __future__ import annotations
@@ -67,11 +69,21 @@ class AclAdminProcessor:
 
     def update_account(self, conn: "Connection", cmd: RemotingCommand) -> RemotingCommand:
         hd = h.CreateAccessConfigRequestHeader.from_ext(cmd.ext_fields)
-        entry: dict[str, Any] = {"accessKey": hd.access_key, "secretKey": hd.secret_key,
-                                 "whiteRemoteAddress": hd.white_remote_address or "", "admin": hd.admin,
-                                 "defaultTopicPerm": hd.default_topic_perm or "DENY",
-                                 "defaultGroupPerm": hd.default_group_perm or "DENY",
-                                 "topicPerms": _split(hd.topic_perms), "groupPerms": _split(hd.group_perms)}
+        # RocketMQ's createAclAccessConfigMap: what the request carries replaces the account's value, the rest
+        # stays (an empty secret key or default permission counts as not given)
+        entry: dict[str, Any] = {"accessKey": hd.access_key, "admin": hd.admin}
+        if hd.secret_key:
+            entry["secretKey"] = hd.secret_key
+        if hd.white_remote_address is not None:
+            entry["whiteRemoteAddress"] = hd.white_remote_address
+        if hd.default_topic_perm:
+            entry["defaultTopicPerm"] = hd.default_topic_perm
+        if hd.default_group_perm:
+            entry["defaultGroupPerm"] = hd.default_group_perm
+        if hd.topic_perms is not None:
+            entry["topicPerms"] = _split(hd.topic_perms)
+        if hd.group_perms is not None:
+            entry["groupPerms"] = _split(hd.group_perms)
         return self._change(conn, cmd, ResponseCode.UPDATE_AND_CREATE_ACL_CONFIG_FAILED,
                             f"The accesskey[{hd.access_key}] corresponding to accessConfig has been updated failed",
                             lambda acl: acl.update_account(entry))
@@ -88,6 +100,17 @@ class AclAdminProcessor:
                             f"The globalWhiteAddresses[{hd.global_white_addrs}] has been updated failed",
                             lambda acl: acl.update_global_white(_split(hd.global_white_addrs),
                                                                 hd.acl_file_full_path))
+
+    def all_config(self, conn: "Connection", cmd: RemotingCommand) -> RemotingCommand:
+        """GET_BROKER_CLUSTER_ACL_CONFIG (54): mqadmin getAclConfig."""
+        if self.c.acl is None:
+            return cmd.response(ResponseCode.SYSTEM_ERROR, NOT_ENABLED)
+        try:
+            # fastjson's order: a bean's properties sorted by name
+            body = json.dumps(self.c.acl.all_acl_config(), sort_keys=True, separators=(",", ":")).encode()
+        except (ConfigError, OSError) as exc:
+            return cmd.response(ResponseCode.SYSTEM_ERROR, f"cannot read the ACL files: {exc}")
+        return cmd.response(ResponseCode.SUCCESS, body=body)
 
     def versions(self, conn: "Connection", cmd: RemotingCommand) -> RemotingCommand:
         if self.c.acl is None:
@@ -111,6 +134,7 @@ def register(controller: "BrokerController") -> None:
     server.register(RequestCode.DELETE_ACL_CONFIG, p.delete_account, group=GROUP)
     server.register(RequestCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG, p.update_global_white, group=GROUP)
     server.register(RequestCode.GET_BROKER_CLUSTER_ACL_INFO, p.versions, group=GROUP)
+    server.register(RequestCode.GET_BROKER_CLUSTER_ACL_CONFIG, p.all_config, group=GROUP)
 
 
 __all__ = ["AclAdminProcessor", "register"]
