@@ -13,12 +13,14 @@ def _perm_text(perm: int) -> str:
 
 @click.command("topicList")
 @click.option("-c", "--cluster-detail", "--clusterModel", "cluster_detail", is_flag=True,
-              help="Also show the cluster and brokers of each topic.")
+              help="Also show the cluster, brokers and consumer groups of each topic (retry and dead-letter topics "
+                   "left out, as mqadmin does).")
 @json_option
 @click.pass_obj
 def topic_list(obj, cluster_detail: bool, json_mode: bool) -> None:
     """List the topics known to the name server."""
     from mq.cli.console import Console
+    from mq.common.topic import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX
 
     async def fetch(admin):
         topics = await admin.topic_list()
@@ -26,24 +28,38 @@ def topic_list(obj, cluster_detail: bool, json_mode: bool) -> None:
             return [{"topic": t} for t in topics]
         info = await admin.cluster_info()
         cluster_of = {name: c for c, names in info.cluster_addr_table.items() for name in names}
+
         async def row(t: str) -> dict:
             try:
                 route = await admin.topic_route(t)
             except Exception:
-                return {"topic": t, "clusters": [], "brokers": []}
+                return {"topic": t, "clusters": [], "brokers": [], "consumerGroups": []}
             brokers = sorted(q.broker_name for q in route.queue_datas)
-            return {"topic": t, "clusters": sorted({cluster_of.get(b, "?") for b in brokers}), "brokers": brokers}
+            groups: set[str] = set()
+            for bd in route.broker_datas:  # mqadmin's queryTopicConsumeByWho: the first broker that answers
+                addr = bd.broker_addrs.get(0) or next(iter(bd.broker_addrs.values()), None)
+                if addr is None:
+                    continue
+                try:
+                    groups = await admin.query_topic_consume_by_who(addr, t)
+                    break
+                except Exception:
+                    continue
+            return {"topic": t, "clusters": sorted({cluster_of.get(b, "?") for b in brokers}), "brokers": brokers,
+                    "consumerGroups": sorted(groups)}
 
-        return await gather_bounded(row, topics, 32)
+        shown = [t for t in topics if not t.startswith((RETRY_GROUP_TOPIC_PREFIX, DLQ_GROUP_TOPIC_PREFIX))]
+        return await gather_bounded(row, shown, 32)
 
     rows = with_admin(obj, fetch)
     console = Console(json_mode=json_mode)
     if json_mode:
         console.json({"topics": rows})
         return
-    if cluster_detail:
-        console.table(None, ["Topic", "Cluster", "Brokers"],
-                      [(r["topic"], ",".join(r["clusters"]), ",".join(r["brokers"])) for r in rows])
+    if cluster_detail:  # mqadmin's rows: one per consumer group of each topic (one with none when it has none)
+        console.table(None, ["Cluster", "Topic", "Consumer Group", "Brokers"],
+                      [(",".join(r["clusters"]), r["topic"], group, ",".join(r["brokers"]))
+                       for r in rows for group in (r["consumerGroups"] or [""])])
     else:
         console.table(None, ["Topic"], [(r["topic"],) for r in rows])
 

@@ -55,16 +55,24 @@ def commit(cluster, client, group: str, topic: str, queue_id: int, offset: int) 
     assert resp.code == C.SUCCESS
 
 
-def test_update_topic_list_route_status_delete(cluster, mq):
+def test_update_topic_list_route_status_delete(cluster, mq, client):
     res = mq("updateTopic", "-t", "CliT1", "-c", "DefaultCluster", "-r", "3", "-w", "3")
     assert res.exit_code == 0, res.output
     assert "create topic CliT1" in res.stdout and cluster.broker_addr in res.stdout
     plain = [t["topic"] for t in mq_json(mq, "topicList")["topics"]]
     assert "CliT1" in plain
     detailed = mq_json(mq, "topicList", "-c")["topics"]  # routes asked concurrently, rows in the list's order
-    assert [t["topic"] for t in detailed] == plain
+    assert [t["topic"] for t in detailed] == [t for t in plain if not t.startswith(("%RETRY%", "%DLQ%"))]
     assert next(t for t in detailed if t["topic"] == "CliT1") == {
-        "topic": "CliT1", "clusters": ["DefaultCluster"], "brokers": [cluster.broker.broker_name]}
+        "topic": "CliT1", "clusters": ["DefaultCluster"], "brokers": [cluster.broker.broker_name],
+        "consumerGroups": []}
+    # the consumer groups of each topic, as mqadmin topicList -c shows them (queryTopicConsumeByWho)
+    mq("updateTopic", "-t", "CliT1g", "-c", "DefaultCluster")
+    commit(cluster, client, "CliT1G", "CliT1g", 0, 0)
+    detailed = mq_json(mq, "topicList", "-c")["topics"]
+    assert next(t for t in detailed if t["topic"] == "CliT1g")["consumerGroups"] == ["CliT1G"]
+    text = mq("topicList", "-c")
+    assert text.exit_code == 0 and "CliT1G" in text.stdout
     route = mq_json(mq, "topicRoute", "-t", "CliT1")
     assert [(q["brokerName"], q["readQueueNums"], q["writeQueueNums"]) for q in route["queueDatas"]] == [
         (cluster.broker.broker_name, 3, 3)]
