@@ -1,7 +1,8 @@
 """The name server's namespaced key/value configuration (RocketMQ's KVConfigManager).
 
 Persisted as RocketMQ does, ``{"configTable":{namespace:{key:value}}}``, written atomically (temp file,
-fsync, rename) after every change, and loaded at start.
+fsync, rename) after every change, and loaded at start. ``put`` and ``delete`` change the table; the caller writes
+``snapshot()`` with ``write`` (the name server does it in a worker thread, off its event loop).
 """
 
 from __future__ import annotations
@@ -35,30 +36,36 @@ class KVConfig:
         self._table = {str(ns): {str(k): str(v) for k, v in (kv or {}).items()} for ns, kv in table.items()}
         log.info("loaded %d KV namespaces from %s", len(self._table), self._path)
 
-    def _persist(self) -> None:
+    def snapshot(self) -> bytes:
+        """The file's content for the table as it is now."""
+        return orjson.dumps({"configTable": self._table}, option=orjson.OPT_SORT_KEYS)
+
+    def write(self, data: bytes) -> None:
+        """Write ``data`` (a ``snapshot``) to the file atomically; blocking (fsync)."""
         if self._path is None:
             return
         self._path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self._path.with_name(self._path.name + ".tmp")
         with open(tmp, "wb") as f:
-            f.write(orjson.dumps({"configTable": self._table}, option=orjson.OPT_SORT_KEYS))
+            f.write(data)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, self._path)
 
     def put(self, namespace: str, key: str, value: str) -> None:
         self._table.setdefault(namespace, {})[key] = value
-        self._persist()
 
     def get(self, namespace: str, key: str) -> str | None:
         return self._table.get(namespace, {}).get(key)
 
-    def delete(self, namespace: str, key: str) -> None:
+    def delete(self, namespace: str, key: str) -> bool:
+        """Remove a key; True when there was one."""
         ns = self._table.get(namespace)
         if ns is not None and ns.pop(key, None) is not None:
             if not ns:
                 del self._table[namespace]
-            self._persist()
+            return True
+        return False
 
     def namespace(self, namespace: str) -> dict[str, str]:
         return dict(self._table.get(namespace, {}))
