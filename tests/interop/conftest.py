@@ -12,8 +12,10 @@ from mq.config import BrokerConfig, NamesrvConfig, StoreConfig
 
 
 class Daemons:
-    def __init__(self, root: str, broker_options: dict | None = None, **store_options) -> None:
+    def __init__(self, root: str, broker_options: dict | None = None, *, namesrv_port: int = 0,
+                 **store_options) -> None:
         self.root = root
+        self.namesrv_port = namesrv_port
         self.store_options = store_options
         #: extra BrokerConfig fields (e.g. enable_property_filter=True)
         self.broker_options = dict(broker_options or {})
@@ -32,7 +34,8 @@ class Daemons:
         self.thread.start()
 
         async def up():
-            self.namesrv = NamesrvServer(NamesrvConfig(listen_port=0, kv_config_path=f"{self.root}/kv.json"))
+            self.namesrv = NamesrvServer(NamesrvConfig(listen_port=self.namesrv_port,
+                                                       kv_config_path=f"{self.root}/kv.json"))
             await self.namesrv.start()
             self.broker = BrokerController(
                 BrokerConfig(listen_port=0, namesrv_addr=self.namesrv.address, **self.broker_options),
