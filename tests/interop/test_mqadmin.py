@@ -67,7 +67,7 @@ def test_mqadmin_topics_messages_and_queries(mqadmin):
     assert f"create topic to {broker} success" in admin("updateTopic", "-c", "DefaultCluster", "-t", "AdmT",
                                                           "-r", "4", "-w", "4")
     listing = admin("clusterList")
-    assert "DefaultCluster" in listing and "broker-a" in listing and broker in listing and "V4_9_4" in listing
+    assert "DefaultCluster" in listing and "broker-a" in listing and broker in listing and "V4_9_7" in listing
     assert "AdmT" in admin("topicList").split()
     route = fastjson_loads(admin("topicRoute", "-t", "AdmT"))  # fastjson: unquoted integer keys
     assert route["brokerDatas"][0]["brokerAddrs"] == {0: broker} and route["queueDatas"][0]["writeQueueNums"] == 4
@@ -102,7 +102,7 @@ def test_mqadmin_broker_groups_and_name_server(mqadmin, tmp_path):
     broker = d.broker.address
     status = {k.strip(): v.strip() for k, v in (line.split(":", 1) for line in
                                                admin("brokerStatus", "-b", broker).splitlines() if ":" in line)}
-    assert status["brokerVersionDesc"] == "V4_9_4" and "commitLogMaxOffset" in status
+    assert status["brokerVersionDesc"] == "V4_9_7" and "commitLogMaxOffset" in status
 
     assert "update broker config success" in admin("updateBrokerConfig", "-b", broker, "-k", "fileReservedTime",
                                                    "-v", "48")

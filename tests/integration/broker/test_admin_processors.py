@@ -212,6 +212,10 @@ def test_connections_reset_offset_and_relays(cluster, client, consumer_client, m
             consumer_group="G3", topic="AdminT3", queue_id=0, commit_offset=2)))
         reset = req(R.INVOKE_BROKER_TO_RESET_OFFSET, H.ResetOffsetRequestHeader(
             topic="AdminT3", group="G3", timestamp=0, is_force=True))
+        resp = await client.invoke(addr, reset)  # queue 1 has no committed offset: RocketMQ's refusal
+        assert (resp.code, resp.remark) == (C.SYSTEM_ERROR, "THe consumer group <G3> not exist")
+        await client.invoke(addr, req(R.UPDATE_CONSUMER_OFFSET, H.UpdateConsumerOffsetRequestHeader(
+            consumer_group="G3", topic="AdminT3", queue_id=1, commit_offset=0)))
         resp = await client.invoke(addr, reset)
         assert resp.code == C.CONSUMER_NOT_ONLINE
         assert resp.remark == "Consumer not online, so can not reset offset, Group: G3 Topic: AdminT3 Timestamp: 0"

@@ -241,17 +241,22 @@ class AdminProcessor:
         return cmd.response(SUCCESS, body=dumps({"correctionOffsets": dict(sorted(table.items()))},
                                                 fastjson_int_keys=True))
 
-    def reset_offsets_table(self, topic: str, group: str, timestamp: int, force: bool
+    def reset_offsets_table(self, topic: str, group: str, timestamp: int, force: bool, online: bool = False
                             ) -> dict[MessageQueue, int] | str:
-        """The new offset of each queue (Java ``Broker2Client.resetOffset``), or an error text."""
+        """The new offset of each queue (Java ``Broker2Client.resetOffset``), or RocketMQ's error text: a group
+        must have committed an offset on every write queue of the topic here. Unlike RocketMQ, a group with
+        consumers ``online`` is reset even where it has not committed yet (a new member, a broadcasting group,
+        which never commits to the broker); its offset there counts as 0."""
         tc = self.c.topic_config.get(topic)
         if tc is None:
-            return f"[reset-offset] topic[{topic}] not exist"
-        if group not in self.c.offsets.groups_of_topic(topic) and self.c.consumers.get(group) is None:
-            return f"THe consumer group <{group}> not exist"
+            return f"[reset-offset] reset offset failed, no topic in this broker. topic={topic}"
         table = {}
         for qid in range(tc.write_queue_nums):
-            current = max(self.c.offsets.query(group, topic, qid), 0)
+            current = self.c.offsets.query(group, topic, qid)
+            if current == -1:
+                if not online:
+                    return f"THe consumer group <{group}> not exist"
+                current = 0
             if timestamp == -1:
                 target = max(self.store.get_max_offset(topic, qid), 0)
             else:
@@ -261,11 +266,12 @@ class AdminProcessor:
 
     async def invoke_reset_offset(self, conn: "RemotingConnection", cmd: RemotingCommand) -> RemotingCommand:
         hd = h.ResetOffsetRequestHeader.from_ext(cmd.ext_fields)
-        table = self.reset_offsets_table(hd.topic, hd.group, hd.timestamp, hd.is_force)
+        info = self.c.consumers.get(hd.group)
+        online = info is not None and bool(info.channels)
+        table = self.reset_offsets_table(hd.topic, hd.group, hd.timestamp, hd.is_force, online)
         if isinstance(table, str):
             return self._error(cmd, SYSTEM_ERROR, table)
-        info = self.c.consumers.get(hd.group)
-        if info is None or not info.channels:
+        if not online:
             # RocketMQ's answer: mqadmin (and mq's CLI) then commit the offsets themselves, printing each queue's
             # #brokerOffset #consumerOffset #timestampOffset #rollbackOffset
             return self._error(cmd, ResponseCode.CONSUMER_NOT_ONLINE,
