@@ -215,39 +215,63 @@ def test_offsets_and_groups(sides):
 
 
 def test_online_clients(sides):
-    """A Java push consumer and a transactional producer online: connections, status, running info."""
+    """A Java push consumer and RocketMQ's example transactional producer online: connections, status, progress
+    and the broker's producer table."""
     from tests.interop import java_client
 
     try:
         driver = java_client.build()
     except ClientUnavailable as exc:
         pytest.skip(str(exc))
+    examples = os.environ.get("MQ_JAVA_EXAMPLE_CLASSPATH")
+    if not examples:
+        pytest.skip("set MQ_JAVA_EXAMPLE_CLASSPATH: RocketMQ's example transactional producer stays online")
+    producer_group = "please_rename_unique_group_name"
     results = []
     for side in sides:
+        side.admin("updateTopic", "-c", "DefaultCluster", "-t", "SbsT", "-r", "4", "-w", "4")
         consumer = subprocess.Popen([*driver, "consume", side.ns, "SbsT", "SbsLiveG", "*", "1000", "60", "tag"],
                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
                                     stdin=subprocess.DEVNULL)
-        producer = subprocess.Popen([*driver, "transaction", side.ns, "SbsT", "SbsLivePG"],
-                                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                                    stdin=subprocess.DEVNULL)
+        # RocketMQ's example transactional producer runs until killed (NAMESRV_ADDR names the name server)
+        producer = subprocess.Popen(["java", "-cp", examples, "org.apache.rocketmq.example.transaction."
+                                     "TransactionProducer"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                    text=True, stdin=subprocess.DEVNULL, env={**os.environ, "NAMESRV_ADDR": side.ns})
         try:
             assert json.loads(consumer.stdout.readline()).get("started")
-            assert producer.stdout.readline().startswith("{")
-            time.sleep(3)  # a heartbeat and a rebalance
+            assert producer.stdout.readline().startswith("SendResult [sendStatus=SEND_OK")
+            # until the producer is registered and the consumer has committed its offsets (every 5 s)
+            deadline = time.monotonic() + 40
+            while time.monotonic() < deadline and (
+                    side.raw(RequestCode.GET_PRODUCER_CONNECTION_LIST,
+                             H.GetProducerConnectionListRequestHeader(producer_group=producer_group)).code != 0
+                    or not _consume_stats(side, "SbsLiveG")):
+                time.sleep(0.5)
             out = {}
-            for args in (["consumerConnection", "-g", "SbsLiveG"], ["producerConnection", "-g", "SbsLivePG", "-t", "SbsT"],
+            for args in (["consumerConnection", "-g", "SbsLiveG"],
+                         ["producerConnection", "-g", producer_group, "-t", "TopicTest1234"],
                          ["consumerStatus", "-g", "SbsLiveG"], ["consumerProgress", "-g", "SbsLiveG"],
                          ["producer", "-b", side.broker]):
                 text = side.normalise(side.admin(*args))
-                # the mqadmin process's own CLIENT_INNER_PRODUCER shows when its first heartbeat beats the query
+                # the clients' own CLIENT_INNER_PRODUCER (and mqadmin's, when its first heartbeat beats the query)
                 text = "\n".join(line for line in text.splitlines() if "CLIENT_INNER_PRODUCER" not in line)
-                out[args[0]] = _drop(text, r"(?<=lastUpdateTimestamp=)\S+", r"(?<=Consume TPS: )\S+")
+                text = _drop(text, r"(?<=lastUpdateTimestamp=)\S+", r"(?<=Consume TPS: )\S+")
+                out[args[0]] = re.sub(r" +", " ", text)  # column padding follows the width of client ids
             results.append(out)
         finally:
             for p in (consumer, producer):
                 p.kill()
                 p.communicate()
-    assert results[0] == results[1]
+    for name in results[0]:
+        assert results[0][name] == results[1][name], (name, results[0][name], results[1][name])
+
+
+def _consume_stats(side: Side, group: str) -> dict:
+    """The queues for which ``group`` has committed offsets on ``side``'s broker."""
+    from mq.protocol.bodies import ConsumeStats
+
+    resp = side.raw(RequestCode.GET_CONSUME_STATS, H.GetConsumeStatsRequestHeader(consumer_group=group))
+    return ConsumeStats.from_json(resp.body).offset_table if resp.code == 0 and resp.body else {}
 
 
 def test_name_server_and_kv(sides):
@@ -260,9 +284,12 @@ def test_name_server_and_kv(sides):
         rocketmq, ours = both(sides, *args)
         if args[0] in ("wipeWritePerm", "addWritePerm"):  # the topics counted: topicList compares them below
             rocketmq, ours = (re.sub(r"OK, \d+", "OK, <n>", t) for t in (rocketmq, ours))
-        if args[0] == "topicList":  # the half-message topics come with each broker's first transaction check
-            rocketmq = "\n".join(sorted(ln for ln in rocketmq.splitlines() if "RMQ_SYS_TRANS" not in ln))
-            ours = "\n".join(sorted(ln for ln in ours.splitlines() if "RMQ_SYS_TRANS" not in ln))
+        if args[0] == "topicList":
+            # the half-message topics come with each broker's first transaction check, and %RETRY%TOOLS_CONSUMER
+            # with mqadmin's own first heartbeat (when the command lasts longer than a second)
+            rocketmq, ours = ("\n".join(sorted(ln for ln in t.splitlines()
+                                               if "RMQ_SYS_TRANS" not in ln and "TOOLS_CONSUMER" not in ln))
+                              for t in (rocketmq, ours))
         assert rocketmq == ours, (args, rocketmq, ours)
     rocketmq, ours = both(sides, "getNamesrvConfig")
     keys = [set(re.findall(r"^(\w+)\s+=", t, re.M)) for t in (rocketmq, ours)]
@@ -305,7 +332,10 @@ def test_broker_config_status_and_cluster(sides):
         assert _shape(mine[key]) == _shape(value) or re.fullmatch(number, mine[key]) and \
             re.fullmatch(number, value), (key, value, mine[key])
     rocketmq, ours = both(sides, "clusterList")
-    assert _drop(rocketmq, r"\d+\.\d+") == _drop(ours, r"\d+\.\d+"), (rocketmq, ours)
+    # #Hour: RocketMQ 4.9.7 reads the earliest message's time only once 8 MB of log are written (-1 before: some
+    # 500,000 hours); ours is the real one. The figures, and the padding that follows them, are left out.
+    rocketmq, ours = (re.sub(r"\s+", " ", _drop(t, r"\d+\.\d+")) for t in (rocketmq, ours))
+    assert rocketmq == ours, (rocketmq, ours)
     for args in (["sendMsgStatus", "-b", "broker-a", "-c", "2"], ["checkMsgSendRT", "-t", "SbsT", "-a", "2", "-s", "32"],
                  ["statsAll", "-t", "SbsT"], ["statsAll"]):
         rocketmq, ours = both(sides, *args)
