@@ -16,7 +16,7 @@ write permission. Per queue ``0..writeQueueNums-1``::
 
 so lag = inflight + ready. The latencies are the oldest such message's age over the pair's queues, 0 when there
 is none. Only queues that owe messages are read for a store time (one consume-queue unit and one commit-log
-timestamp each).
+timestamp each), and a store time read by the previous pass for the same queue and offset is reused.
 
 Pop consumption will add messages popped and not yet acknowledged: ``pop_inflight``, when set, is asked per
 (group, topic, queue id) and its count is added to in-flight and lag, as RocketMQ's calculator adds its
@@ -66,6 +66,10 @@ class ConsumerLagCalculator:
         self.c = controller
         #: (group, topic, queue id) -> messages popped and not yet acknowledged (the pop package sets it)
         self.pop_inflight: Callable[[str, str, int], int] | None = None
+        # (consume queue, offset) -> store time of the message there: a message's store time never changes, and
+        # a queue deleted and made again is another object. Kept for the entries the last pass used.
+        self._times: dict[tuple[Any, int], int] = {}
+        self._used: dict[tuple[Any, int], int] = {}
 
     def pairs(self) -> list[tuple[str, str]]:
         """The (group, topic) pairs to report, sorted."""
@@ -88,6 +92,7 @@ class ConsumerLagCalculator:
             return []
         broker_perm = c.config.broker_permission
         rows = []
+        self._used = {}
         for group, topic in self.pairs():
             tc = c.topic_config.get(topic)
             if tc is None or not (tc.perm & broker_perm & (PERM_READ | PERM_WRITE)):
@@ -96,11 +101,25 @@ class ConsumerLagCalculator:
                 rows.append(self._pair(group, topic, tc.write_queue_nums))
             except (OSError, ValueError, KeyError, RuntimeError) as exc:  # a segment deleted under us
                 log.debug("lag of %s on %s not computed: %s", group, topic, exc)
+        self._times = self._used
         return rows
+
+    def _store_time(self, cq: Any, offset: int) -> int:
+        """Store time (epoch ms) of the message at ``offset`` of ``cq``; 0 when there is none."""
+        key = (cq, offset)
+        ts = self._used.get(key)
+        if ts is not None:
+            return ts
+        ts = self._times.get(key)
+        if ts is None:
+            unit = cq.get_unit(offset) if offset >= cq.min_offset else None
+            ts = (self.c.store.commit_log.store_timestamp_of(unit[0], unit[1]) or 0) if unit else 0
+        self._used[key] = ts
+        return ts
 
     def _pair(self, group: str, topic: str, queues: int) -> GroupLag:
         c = self.c
-        store = c.store
+        find = c.store.cq_table.find
         committed_by_queue = c.offsets.queue_offsets(group, topic)
         groups = c.stats.group_get.get(topic)
         item = groups.get(group) if groups is not None else None
@@ -109,7 +128,8 @@ class ConsumerLagCalculator:
         row = GroupLag(group, topic)
         lag_since = ready_since = 0
         for qid in range(queues):
-            top = max(store.get_max_offset(topic, qid), 0)
+            cq = find(topic, qid, create=False)
+            top = max(cq.max_offset, 0) if cq is not None else 0
             committed = committed_by_queue.get(qid, -1)
             if committed < 0:
                 committed = top
@@ -122,11 +142,13 @@ class ConsumerLagCalculator:
             row.inflight += max(0, pulled - committed) + popped
             ready = max(0, top - pulled)
             row.ready += ready
-            ts = store.get_message_store_timestamp(topic, qid, committed) if committed < top else -1
+            if cq is None:
+                continue
+            ts = self._store_time(cq, committed) if committed < top else 0
             if ts > 0 and (lag_since == 0 or ts < lag_since):
                 lag_since = ts
             if ready:
-                ts = store.get_message_store_timestamp(topic, qid, pulled)
+                ts = self._store_time(cq, pulled)
                 if ts > 0 and (ready_since == 0 or ts < ready_since):
                     ready_since = ts
         row.lag_since, row.ready_since = lag_since, ready_since

@@ -16,22 +16,45 @@ from mq.protocol.bodies import ConsumeType, MessageModel, SubscriptionData, Topi
 from mq.protocol.codes import LanguageCode
 
 
+class QueueStub:
+    """A consume queue: units point at fake physical offsets whose store times the store stub knows."""
+
+    def __init__(self, store: "StoreStub", topic: str, queue_id: int) -> None:
+        self.store, self.key = store, (topic, queue_id)
+        self.min_offset = 0
+        self.reads = 0
+
+    @property
+    def max_offset(self) -> int:
+        return self.store.max.get(self.key, 0)
+
+    def get_unit(self, offset: int) -> tuple[int, int, int] | None:
+        self.reads += 1
+        if not self.min_offset <= offset < self.max_offset:
+            return None
+        return (hash((self.key, offset)) & 0xFFFFFFFF, 100, 0)
+
+
 class StoreStub:
     def __init__(self) -> None:
         self.max: dict[tuple[str, int], int] = {}
-        self.times: dict[tuple[str, int, int], int] = {}
+        self.times: dict[int, int] = {}
+        self.queues: dict[tuple[str, int], QueueStub] = {}
+        self.cq_table = SimpleNamespace(find=self.find)
+        self.commit_log = SimpleNamespace(store_timestamp_of=lambda phy, size=0: self.times.get(phy))
 
     def send(self, topic: str, queue_id: int, store_ms: int, n: int = 1) -> None:
-        top = self.max.get((topic, queue_id), 0)
-        for i in range(n):
-            self.times[(topic, queue_id, top + i)] = store_ms
+        cq = self.find(topic, queue_id)
+        top = cq.max_offset
         self.max[(topic, queue_id)] = top + n
+        for i in range(n):
+            self.times[cq.get_unit(top + i)[0]] = store_ms
 
-    def get_max_offset(self, topic: str, queue_id: int) -> int:
-        return self.max.get((topic, queue_id), 0)
-
-    def get_message_store_timestamp(self, topic: str, queue_id: int, offset: int) -> int:
-        return self.times.get((topic, queue_id, offset), -1)
+    def find(self, topic: str, queue_id: int, *, create: bool = True) -> QueueStub | None:
+        cq = self.queues.get((topic, queue_id))
+        if cq is None and create:
+            cq = self.queues[(topic, queue_id)] = QueueStub(self, topic, queue_id)
+        return cq
 
 
 def make_broker(tmp_path: Path, **config) -> SimpleNamespace:

@@ -111,3 +111,26 @@ def test_the_five_gauges_and_their_labels(tmp_path):
     assert out.value("rocketmq_consumer_queueing_latency_milliseconds", **labels) == 3000
     assert out.value("rocketmq_consumer_lag_messages", consumer_group="CID_RMQ_SYS_X", is_system="true") == 0
     assert out.value("rocketmq_consumer_lag_latency_milliseconds", consumer_group="CID_RMQ_SYS_X") == 0
+
+
+def test_store_times_are_reused_until_the_offsets_or_the_queue_change(tmp_path):
+    b = make_broker(tmp_path)
+    add_topic(b, "Orders", queues=1)
+    b.subscription_groups.find_or_create("CG")
+    b.store.send("Orders", 0, T0, 3)
+    b.store.send("Orders", 0, T0 + 100, 3)
+    ack(b, "CG", "Orders", 0, 1)
+    calc = ConsumerLagCalculator(b)
+    cq = b.store.find("Orders", 0)
+    assert [(r.lag, r.lag_since) for r in calc.calculate()] == [(5, T0)]
+    reads = cq.reads
+    assert [(r.lag, r.lag_since) for r in calc.calculate()] == [(5, T0)]
+    assert cq.reads == reads  # nothing moved: no store read
+    ack(b, "CG", "Orders", 0, 4)
+    assert [(r.lag, r.lag_since) for r in calc.calculate()] == [(2, T0 + 100)]
+    assert cq.reads == reads + 1
+    # the topic is deleted and made again: offsets start over, with other messages
+    del b.store.queues[("Orders", 0)]
+    b.store.max[("Orders", 0)] = 0
+    b.store.send("Orders", 0, T0 + 9000, 6)
+    assert [(r.lag, r.lag_since) for r in calc.calculate()] == [(2, T0 + 9000)]
