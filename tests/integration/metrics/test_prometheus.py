@@ -24,7 +24,9 @@ from mq.protocol.bodies import TopicConfig
 
 from .prometheus_server import PrometheusServer, prometheus_binary
 
-RULES = Path(__file__).resolve().parents[3] / "docs" / "prometheus" / "mq-alerts.yml"
+DOCS = Path(__file__).resolve().parents[3] / "docs"
+RULES = DOCS / "prometheus" / "mq-alerts.yml"
+DASHBOARD = DOCS / "grafana" / "mq-dashboard.json"
 PROM = dict(metrics_exporter_type="PROM", metrics_prom_exporter_port=0)
 needs_prometheus = pytest.mark.skipif(prometheus_binary() is None,
                                       reason="needs a Prometheus server: Debian's package (apt-get install "
@@ -134,6 +136,28 @@ async def _scenario(prom: PrometheusServer, broker, client_config) -> None:
     assert {"mq-availability", "mq-consumers", "mq-store"} <= names
     health = {r["health"] for g in groups["groups"] for r in g["rules"]}
     assert health <= {"ok", "unknown"}, groups
+    await asyncio.to_thread(_dashboard_queries_answer, prom)
+
+
+def _dashboard_queries_answer(prom: PrometheusServer) -> None:
+    """Every query of the Grafana dashboard runs on this Prometheus; those of the panels this scenario feeds
+    return data."""
+    import json
+    import re
+
+    dashboard = json.loads(DASHBOARD.read_text())
+    empty = []
+    for panel in dashboard["panels"]:
+        for target in panel.get("targets", []):
+            expr = re.sub(r"\$__rate_interval", "1m", target["expr"])
+            expr = re.sub(r"\$[a-z_]+", ".*", expr)
+            if not prom.query(expr):
+                empty.append(panel["title"])
+    fed = {"Brokers up", "Name servers up", "Messages in / out per broker",
+           "Request latency p99 by request", "Lag (messages not yet consumed)", "Consume rate / s by group",
+           "Disk used vs. clean and write-refusal ratios", "Flush and dispatch behind", "Live brokers by cluster",
+           "Messages in / s by topic (top 10)", "Message size p95 by topic", "Broker memory (RSS)"}
+    assert not fed & set(empty), sorted(fed & set(empty))
 
 
 async def _wait(cond, timeout: float) -> None:
