@@ -51,6 +51,7 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any, Iterator
 
 from mq.common import topic as T
+from mq.common.log_throttle import LogThrottle
 from mq.daemon.broker.stats import SIZE_BOUNDS
 from mq.daemon.metrics import names as N
 from mq.daemon.metrics.families import Families
@@ -62,6 +63,8 @@ if TYPE_CHECKING:
     from mq.daemon.broker.controller import BrokerController
 
 log = logging.getLogger(__name__)
+#: a part that fails fails on every scrape: one record per minute per part
+_throttle = LogThrottle(log, interval=60.0)
 
 #: The lag pass runs at most once per this many seconds; scrapes in between reuse its rows.
 LAG_MIN_INTERVAL = 1.0
@@ -119,7 +122,7 @@ class BrokerCollector:
                 try:
                     out.extend(part())
                 except Exception:  # one broken part must not take the others down
-                    log.exception("metrics: %s failed", part.__name__)
+                    _throttle.error(part.__name__, "metrics: %s failed", part.__name__, exc_info=True)
             duration = self.families.family(N.SCRAPE_DURATION)
             duration.add((), self.last_duration)
             out.append(duration.family)
