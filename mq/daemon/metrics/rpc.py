@@ -59,8 +59,15 @@ class RpcMetrics:
 
     # -- RequestObserver (loop thread) -------------------------------------------------------------------
     def answered(self, request: Any, response: Any, arrived: float) -> None:
+        # _record written out: this runs once per request
+        ms = (self._clock() - arrived) * 1000.0
         code = response.code
-        self._record(request.code, code, _ONEWAY if request.flag & FLAG_ONEWAY else _ANSWERED, arrived)
+        key = (request.code, code, _ONEWAY if request.flag & FLAG_ONEWAY else _ANSWERED)
+        cell = self._cells.get(key)
+        if cell is None:
+            cell = self._cells[key] = [0] * _CELL
+        cell[bisect_left(_BOUNDS, ms)] += 1
+        cell[-1] += ms
         if code == _SYSTEM_BUSY or code == _SYSTEM_ERROR:
             self._refusal(response.remark)
 
