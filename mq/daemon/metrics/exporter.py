@@ -9,6 +9,9 @@ connection, without bound), the server here bounds what an untrusted peer can ho
 - a connection that sends nothing for ``REQUEST_TIMEOUT`` seconds is closed (no slow-loris thread pile-up);
 - request lines and headers are read by ``http.server`` with its own limits (64 KiB line, 100 headers).
 
+Answers are not gzipped, even to a scraper that accepts it: prometheus_client compresses at level 9, which for a
+broker with a thousand topics (3 MiB of text) costs more CPU than rendering it, and that CPU is the broker's.
+
 The collectors run in that thread: they read the broker's tables through snapshots (see ``broker.py``).
 """
 
@@ -96,8 +99,8 @@ class MetricsEndpoint:
     def start(self) -> None:
         """Bind (OSError when the address is taken) and serve in a thread."""
         cls = _server_class(self.host, self.requested_port)
-        self._server = make_server(self.host, self.requested_port, make_wsgi_app(self.registry), cls,
-                                   handler_class=_QuietHandler)
+        app = make_wsgi_app(self.registry, disable_compression=True)
+        self._server = make_server(self.host, self.requested_port, app, cls, handler_class=_QuietHandler)
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.2},
                                         name=f"metrics-http-{self.port}", daemon=True)
         self._thread.start()

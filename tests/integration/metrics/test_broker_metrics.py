@@ -234,3 +234,16 @@ def test_the_endpoint_bounds_its_connections(broker_factory, run, monkeypatch):
     finally:
         for s in idle:
             s.close()
+
+
+def test_answers_are_not_compressed_even_when_gzip_is_accepted(broker_factory):
+    import urllib.request
+
+    b = broker_factory(**PROM)
+    req = urllib.request.Request(b.metrics.url, headers={"Accept-Encoding": "gzip",
+                                                         "Accept": "application/openmetrics-text; version=1.0.0"})
+    with urllib.request.urlopen(req, timeout=10) as resp:
+        assert resp.headers.get("Content-Encoding") is None
+        assert resp.headers["Content-Type"].startswith("application/openmetrics-text")
+        text = resp.read().decode()
+    assert "# TYPE rocketmq_topic_number gauge" in text and text.endswith("# EOF\n")
