@@ -46,7 +46,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_daemons import free_port, wait_port  # noqa: E402
 from broker_send_bench import measure_sends, send_frame  # noqa: E402
-from machine import CpuWindow  # noqa: E402
+from machine import CpuWindow, python_speed  # noqa: E402
 
 from mq.common.message import Message  # noqa: E402
 from mq.common.record import encode_batch  # noqa: E402
@@ -223,11 +223,16 @@ def bench_scrape(args: argparse.Namespace) -> None:
         collect = [s.value for s in samples if s.name == "mq_metrics_scrape_duration_seconds"]
         lag_rows = sum(1 for s in samples if s.name == "rocketmq_consumer_lag_messages")
         lag_total = sum(s.value for s in samples if s.name == "rocketmq_consumer_lag_messages")
+        warm = durations[1:] or durations
         print(f"scrape of {args.topics} topics / {args.groups} groups ({lag_rows} lag series, total lag "
-              f"{lag_total:,.0f}): median {statistics.median(durations) * 1e3:.1f} ms, worst "
-              f"{max(durations) * 1e3:.1f} ms over {len(durations)} scrapes; {len(body) / 1024:.0f} KiB, "
-              f"{len(samples):,} samples; collection in the broker (previous scrape) "
+              f"{lag_total:,.0f}; {len(body) / 1024:.0f} KiB, {len(samples):,} samples): first {durations[0] * 1e3:.1f} "
+              f"ms, then median {statistics.median(warm) * 1e3:.1f} ms, best {min(warm) * 1e3:.1f} ms, worst "
+              f"{max(warm) * 1e3:.1f} ms over {len(warm)} scrapes; collection in the broker (previous scrape) "
               f"{collect[0] * 1e3 if collect else float('nan'):.1f} ms  {w.short()}")
+        from importlib.metadata import version
+
+        print(f"prometheus_client {version('prometheus_client')}; python speed "
+              f"{python_speed():.0f} ns per reference call")
     finally:
         stop_broker(proc)
         shutil.rmtree(tmp, ignore_errors=True)
