@@ -45,7 +45,7 @@ sys.path.append(str(Path(__file__).resolve().parents[1]))  # an installed or PYT
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_daemons import free_port, wait_port  # noqa: E402
-from broker_send_bench import measure_sends, send_frame  # noqa: E402
+from broker_send_bench import measure_sends, send_frame, stop_broker  # noqa: E402
 from machine import CpuWindow, python_speed  # noqa: E402
 
 from mq.common.message import Message  # noqa: E402
@@ -70,14 +70,6 @@ def start_broker(workdir: Path, metrics_port: int | None) -> tuple[subprocess.Po
     if metrics_port is not None:
         wait_port(metrics_port)
     return proc, port
-
-
-def stop_broker(proc: subprocess.Popen) -> None:
-    proc.send_signal(2)
-    try:
-        proc.wait(60)
-    except subprocess.TimeoutExpired:
-        proc.kill()
 
 
 def get(url: str) -> tuple[float, bytes]:
