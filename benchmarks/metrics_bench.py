@@ -18,7 +18,7 @@
    every queue it consumes and acked 3, so each pair has lag, in-flight and ready messages to compute. It then
    times ``--scrapes`` GET /metrics (end to end, over loopback), prints the median and the worst, the size of
    the answer and its number of samples, and the broker's own collection time
-   (``mq_metrics_scrape_duration_seconds``).
+   (``mq_metrics_scrape_duration_seconds``), and the broker process's CPU time during each GET.
 
     python benchmarks/metrics_bench.py [--rounds 6] [--seconds 4] [--conns 4] [--inflight 16]
                                        [--topics 1000] [--groups 200] [--scrapes 20] [--only sends|scrape]
@@ -205,10 +205,13 @@ def bench_scrape(args: argparse.Namespace) -> None:
         print(f"populated {args.topics} topics x 4 queues, {args.groups} groups x 5 topics in "
               f"{time.perf_counter() - t0:.1f} s", flush=True)
         time.sleep(1.0)
-        durations, body = [], b""
+        durations, cpus, body = [], [], b""
+        ps = psutil.Process(proc.pid)
         with CpuWindow() as w:
             for _ in range(args.scrapes):
+                c0 = sum(ps.cpu_times()[:2])
                 d, body = get(url)
+                cpus.append(sum(ps.cpu_times()[:2]) - c0)
                 durations.append(d)
                 time.sleep(1.1)  # past the lag pass's minimum interval: every scrape computes it again
         samples = [s for fam in text_string_to_metric_families(body.decode()) for s in fam.samples]
@@ -221,6 +224,9 @@ def bench_scrape(args: argparse.Namespace) -> None:
               f"ms, then median {statistics.median(warm) * 1e3:.1f} ms, best {min(warm) * 1e3:.1f} ms, worst "
               f"{max(warm) * 1e3:.1f} ms over {len(warm)} scrapes; collection in the broker (previous scrape) "
               f"{collect[0] * 1e3 if collect else float('nan'):.1f} ms  {w.short()}")
+        warm_cpu = cpus[1:] or cpus
+        print(f"broker CPU per scrape (all its threads, while the GET ran): first {cpus[0] * 1e3:.0f} ms, then "
+              f"median {statistics.median(warm_cpu) * 1e3:.0f} ms, best {min(warm_cpu) * 1e3:.0f} ms")
         from importlib.metadata import version
 
         print(f"prometheus_client {version('prometheus_client')}; python speed "
