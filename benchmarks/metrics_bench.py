@@ -142,6 +142,17 @@ def bench_sends(args: argparse.Namespace) -> None:
         if scrapes:
             print(f"scrapes during the load: {len(scrapes)}, median {statistics.median(scrapes) * 1e3:.1f} ms, "
                   f"worst {max(scrapes) * 1e3:.1f} ms")
+        # what one scrape costs the broker, measured with the broker idle (CPU time of its process)
+        ps = procs[on_port]
+        costs = []
+        for _ in range(20):
+            c0 = sum(ps.cpu_times()[:2])
+            get(url)
+            costs.append(sum(ps.cpu_times()[:2]) - c0)
+            time.sleep(0.2)
+        cost = statistics.median(costs)
+        print(f"one scrape costs the idle broker {cost * 1e3:.1f} ms of CPU (median of 20): at one scrape a second, "
+              f"{cost:.2%} of a core; the sends above used {med_cpu['on'] * med['on']:.0%} of a core")
         print(whole.summary())
     finally:
         stop_broker(off_proc)
