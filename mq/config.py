@@ -75,6 +75,14 @@ class NamesrvConfig:
     kv_config_path: str = ""
     #: Frame size limits of the name server's connections.
     frame_limits: FrameLimits = field(default_factory=FrameLimits)
+    #: Metrics exporter: ``PROM`` serves Prometheus metrics over HTTP, ``DISABLE`` (the default) serves none.
+    metrics_exporter_type: str = "DISABLE"
+    #: Address the metrics endpoint binds; empty: the name server's own ``host``.
+    metrics_prom_exporter_host: str = ""
+    #: Port of the name server's metrics endpoint (``/metrics``); 5558, next to a broker's 5557; 0: any free port.
+    metrics_prom_exporter_port: int = 5558
+    #: Extra labels on every metric, ``key1:value1,key2:value2`` (RocketMQ's metricsLabel).
+    metrics_label: str = ""
 
 
 #: YAML key (RocketMQ spelling) -> field name, for keys whose snake_case form differs.
@@ -557,6 +565,15 @@ class BrokerConfig:
     enable_property_filter: bool = False
     #: SQL92 filters also apply to the group's %RETRY% topic
     filter_support_retry: bool = False
+    # -- metrics (RocketMQ 5's BrokerMetricsManager settings) ------------------------------------------------
+    #: Metrics exporter: ``PROM`` serves Prometheus metrics over HTTP, ``DISABLE`` (the default) serves none.
+    metrics_exporter_type: str = "DISABLE"
+    #: Address the metrics endpoint binds; empty: the broker's own ``host`` (bind address).
+    metrics_prom_exporter_host: str = ""
+    #: Port of the broker's metrics endpoint (``/metrics``); 0: any free port.
+    metrics_prom_exporter_port: int = 5557
+    #: Extra labels on every metric, ``key1:value1,key2:value2`` (RocketMQ's metricsLabel).
+    metrics_label: str = ""
 
     @property
     def advertised_host(self) -> str:

@@ -97,8 +97,9 @@ def start(ctx: click.Context, namesrv: str | None, host: str | None, port: int |
     runtime.serve_in_foreground(
         lambda: BrokerController(bcfg, store_config=scfg), pid_file=pid_file,
         banner=lambda ctrl: (f"broker {bcfg.broker_name} listening on {ctrl.address}, store "
-                             f"{scfg.store_path_root_dir}, name servers {bcfg.namesrv_addr or '(none)'} "
-                             "(Ctrl-C to stop)"))
+                             f"{scfg.store_path_root_dir}, name servers {bcfg.namesrv_addr or '(none)'}"
+                             + (f", metrics {ctrl.metrics.url}" if ctrl.metrics is not None else "")
+                             + " (Ctrl-C to stop)"))
 
 
 def _file_sets_namesrv(path: Path) -> bool:

@@ -280,6 +280,9 @@ class Connection(asyncio.Protocol):
         if self.closed or self.transport is None:
             return False
         resp.flag |= FLAG_RESPONSE
+        observer = getattr(self._dispatcher, "observer", None)  # HandlerRegistry.observer (metrics)
+        if observer is not None:
+            observer.sent_later(self, resp)
         self._write_cmd(resp)
         return True
 

@@ -22,6 +22,12 @@ that delivered it). Inside a handler, ``request_context()`` returns a ``RequestC
 processor can refuse work that waited too long. ``RemotingServer.clean_expired_requests(group, max_wait)``
 answers every queued request older than ``max_wait`` with SYSTEM_BUSY ``[TIMEOUT_CLEAN_QUEUE]...`` the way
 RocketMQ's broker-fast-failure scan does.
+
+Observing (metrics): ``HandlerRegistry.observer``, when set, is told of every request the server answers, with
+the time of the read that delivered it: ``answered(request, response, arrived)`` for an answer produced by a
+handler, a refusal or the queue clean-up, ``deferred(conn, request, arrived)`` when a handler kept a request to
+answer later through ``Connection.send_response``, which then calls ``sent_later(conn, response)``. Unset (the
+default) it costs one attribute test per request.
 """
 
 from __future__ import annotations
@@ -34,7 +40,7 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Union
+from typing import Protocol, Union
 
 from mq.config import ConnectionLimits, FrameLimits, ProcessorLimits
 from mq.protocol.codes import FLAG_ONEWAY, ResponseCode
@@ -52,6 +58,16 @@ OVERLOAD_REMARK = "[OVERLOAD]system busy, start flow control for a while"
 DEFER = object()
 REJECT_PREFIX = "[REJECTREQUEST]"
 TIMEOUT_CLEAN_PREFIX = "[TIMEOUT_CLEAN_QUEUE]"
+
+
+class RequestObserver(Protocol):
+    """What ``HandlerRegistry.observer`` is told (see the module docstring); called on the loop thread."""
+
+    def answered(self, request: RemotingCommand, response: RemotingCommand, arrived: float) -> None: ...
+
+    def deferred(self, conn: Connection, request: RemotingCommand, arrived: float) -> None: ...
+
+    def sent_later(self, conn: Connection, response: RemotingCommand) -> None: ...
 
 
 class RejectRequest(Exception):
@@ -116,6 +132,8 @@ class WorkerGroup:
         # Workers that will still look at the queue. Kept apart from len(_workers): a finished task
         # stays in _workers until its done-callback runs, and must not count as a taker of new work.
         self._active = 0
+        #: the registry's ``observer`` (set through it)
+        self.observer: RequestObserver | None = None
 
     @property
     def running(self) -> int:
@@ -168,7 +186,11 @@ class WorkerGroup:
             if not isinstance(resp, RemotingCommand):
                 resp = _error_response(cmd, TypeError(f"handler returned {type(resp).__name__}, "
                                                       "not a RemotingCommand"), self._owner)
+            if self.observer is not None:
+                self.observer.answered(cmd, resp, arrived)
             conn.reply(cmd, resp)
+        elif self.observer is not None and not cmd.flag & FLAG_ONEWAY:
+            self.observer.deferred(conn, cmd, arrived)
 
     def clean_expired(self, max_wait: float, now: float | None = None) -> int:
         """Answer queued requests older than ``max_wait`` seconds with SYSTEM_BUSY; return how many."""
@@ -181,10 +203,13 @@ class WorkerGroup:
             if now - arrived > max_wait:
                 dropped += 1
                 conn.request_done()
-                conn.reply(cmd, cmd.response(
+                resp = cmd.response(
                     ResponseCode.SYSTEM_BUSY,
                     f"{TIMEOUT_CLEAN_PREFIX}broker busy, start flow control for a while, period in queue: "
-                    f"{(now - arrived) * 1000:.0f}ms, size of queue: {size}"))
+                    f"{(now - arrived) * 1000:.0f}ms, size of queue: {size}")
+                if self.observer is not None:
+                    self.observer.answered(cmd, resp, arrived)
+                conn.reply(cmd, resp)
             else:
                 kept.append(item)
         if dropped:
@@ -216,12 +241,25 @@ class HandlerRegistry:
         self._groups: dict[str, WorkerGroup] = {}
         #: runs before any handler (the broker's ACL): a response returned here is sent instead
         self.request_filter: Callable[[Connection, RemotingCommand], RemotingCommand | None] | None = None
+        self._observer: RequestObserver | None = None
+
+    @property
+    def observer(self) -> RequestObserver | None:
+        """Told of every answer (metrics); see the module docstring."""
+        return self._observer
+
+    @observer.setter
+    def observer(self, observer: RequestObserver | None) -> None:
+        self._observer = observer
+        for g in self._groups.values():
+            g.observer = observer
 
     def configure_group(self, name: str, limits: ProcessorLimits) -> None:
         """Set a group's limits (before requests flow; an existing group keeps its running workers)."""
         group = self._groups.get(name)
         if group is None:
-            self._groups[name] = WorkerGroup(name, limits, self.name)
+            group = self._groups[name] = WorkerGroup(name, limits, self.name)
+            group.observer = self._observer
         else:
             if limits.concurrency < 1 or limits.queue_capacity < 0:
                 raise ValueError(f"group {name}: invalid limits {limits}")
@@ -231,6 +269,7 @@ class HandlerRegistry:
         group = self._groups.get(name)
         if group is None:
             group = self._groups[name] = WorkerGroup(name, ProcessorLimits(), self.name)
+            group.observer = self._observer
         return group
 
     @property
@@ -261,24 +300,27 @@ class HandlerRegistry:
         if self.request_filter is not None:
             refusal = self.request_filter(conn, cmd)
             if refusal is not None:
-                if not cmd.flag & FLAG_ONEWAY:
-                    conn.reply(cmd, refusal)
+                self._refuse(conn, cmd, refusal)
                 return
         entry = self._table.get(cmd.code) or self._default
         if entry is None:
-            if not cmd.flag & FLAG_ONEWAY:
-                conn.reply(cmd, cmd.response(ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
-                                             f" request type {cmd.code} not supported"))
+            self._refuse(conn, cmd, cmd.response(ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
+                                                 f" request type {cmd.code} not supported"))
             return
         handler, group = entry
         if group is not None:
             fast = self._inline.get(cmd.code) if not group._active and not group._queue else None
             if fast is None or not self._run_sync(fast, conn, cmd):
                 if not group.submit(handler, conn, cmd, conn.last_active):  # type: ignore[arg-type]
-                    if not cmd.flag & FLAG_ONEWAY:
-                        conn.reply(cmd, cmd.response(ResponseCode.SYSTEM_BUSY, OVERLOAD_REMARK))
+                    self._refuse(conn, cmd, cmd.response(ResponseCode.SYSTEM_BUSY, OVERLOAD_REMARK))
             return
         self._run_sync(handler, conn, cmd)  # type: ignore[arg-type]
+
+    def _refuse(self, conn: Connection, cmd: RemotingCommand, resp: RemotingCommand) -> None:
+        if self._observer is not None:
+            self._observer.answered(cmd, resp, conn.last_active)
+        if not cmd.flag & FLAG_ONEWAY:
+            conn.reply(cmd, resp)
 
     def _run_sync(self, handler: SyncHandler, conn: Connection, cmd: RemotingCommand) -> bool:
         """Run a plain handler and send its answer; False if it returned ``DEFER``."""
@@ -292,13 +334,22 @@ class HandlerRegistry:
             resp = _error_response(cmd, exc, self.name)
         if resp is DEFER:
             return False
+        observer = self._observer
         if resp is not None and not cmd.flag & FLAG_ONEWAY:
             if not isinstance(resp, RemotingCommand):
                 if inspect.isawaitable(resp):
                     resp.close()  # type: ignore[union-attr]
                 resp = _error_response(cmd, TypeError(f"handler returned {type(resp).__name__}, "
                                                       "not a RemotingCommand"), self.name)
+            if observer is not None:
+                observer.answered(cmd, resp, now)
             conn.reply(cmd, resp)
+        elif observer is not None:
+            if resp is None:
+                if not cmd.flag & FLAG_ONEWAY:
+                    observer.deferred(conn, cmd, now)
+            elif resp.__class__ is RemotingCommand:  # a oneway request's result, not sent
+                observer.answered(cmd, resp, now)
         return True
 
     async def shutdown(self) -> None:

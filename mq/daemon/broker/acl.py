@@ -351,6 +351,20 @@ def client_ip(remote_addr: str) -> str:
 
 
 # -- the validator --------------------------------------------------------------------------------------------
+#: Start of each refusal reason ``check`` returns -> its kind (a bounded label for metrics).
+_REFUSAL_KINDS = (("No accessKey", "no_access_key"), ("No acl config", "unknown_access_key"),
+                  ("cannot read the request", "unreadable_request"), ("Check signature", "bad_signature"),
+                  ("Need admin permission", "admin_required"), ("No default permission", "no_permission"))
+
+
+def refusal_kind(reason: str) -> str:
+    """The kind of a refusal reason returned by ``PlainAccessValidator.check``."""
+    for prefix, kind in _REFUSAL_KINDS:
+        if reason.startswith(prefix):
+            return kind
+    return "other"
+
+
 class PlainAccessValidator:
     """Checks requests against plain_acl.yml; ``check`` returns None or the reason for refusing."""
 
@@ -360,6 +374,8 @@ class PlainAccessValidator:
         self._stamp = self._file_stamp()
         self._next_check = time.monotonic() + RELOAD_CHECK_S
         self._failed_stamp: tuple | None = None
+        #: refusals so far by kind (``refusal_kind``), read by the metrics endpoint
+        self.refusals: dict[str, int] = {}
         log.info("ACL on: %d account(s), %d global white address pattern(s) from %s",
                  len(self.config.accounts), len(self.config.global_white), main_file)
 
@@ -393,6 +409,13 @@ class PlainAccessValidator:
         return True
 
     def check(self, remote_addr: str, cmd: RemotingCommand) -> str | None:
+        reason = self._check(remote_addr, cmd)
+        if reason is not None:
+            kind = refusal_kind(reason)
+            self.refusals[kind] = self.refusals.get(kind, 0) + 1
+        return reason
+
+    def _check(self, remote_addr: str, cmd: RemotingCommand) -> str | None:
         self.reload_if_changed()
         config = self.config
         ip = client_ip(remote_addr)

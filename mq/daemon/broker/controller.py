@@ -10,6 +10,9 @@ Replication (STORE.md §13, ``mq.daemon.broker.ha``): a master (ASYNC_MASTER / S
 ``SlaveSynchronize``; both are started before the first registration (which advertises the HA address) and
 stopped before the store shuts down. ``controller.ha`` is the HAService or the HAClient.
 
+Metrics (``mq.daemon.metrics``): with ``metricsExporterType: PROM`` the remoting server's request observer is
+installed before listening, and the Prometheus endpoint is served from start to stop.
+
 Timers: name-server registration (``registerNameServerPeriod``), offset persistence
 (``flushConsumerOffsetInterval``), client channel expiry (``clientChannelScanInterval`` /
 ``channelExpiredTimeout``) and fast failure (``fastFailureScanIntervalMs``).
@@ -83,6 +86,8 @@ class BrokerController:
         # replication (mq.daemon.broker.ha): HAService on a master, HAClient on a slave; built in start()
         self.ha: Any = None
         self.slave_sync: Any = None
+        #: the Prometheus endpoint (mq.daemon.metrics) when metricsExporterType is PROM; built in start()
+        self.metrics: Any = None
         self._tasks: list[asyncio.Task] = []
         self._started = False
         self._stopping = False
@@ -163,6 +168,9 @@ class BrokerController:
         self.poster = LoopPoster(loop)
         if self.config.acl_enable:
             self._install_acl()  # before listening: a missing or bad ACL file stops the start
+        from mq.daemon.metrics.service import broker_metrics
+
+        self.metrics = broker_metrics(self)  # before listening: it times requests from the first one
         try:
             await self.server.start()
         except OSError as exc:
@@ -177,6 +185,8 @@ class BrokerController:
             self._make_delivery_services()  # before the processors, which use them
             register_all(self)
             await self._start_ha()
+            if self.metrics is not None:
+                await self.metrics.start()
         except BaseException:
             await self._stop_ha()
             await self.server.stop()
@@ -230,6 +240,8 @@ class BrokerController:
         await self._stop_delivery_services()  # before the store shuts down
         await cancel_tasks(*self._tasks)
         self._tasks = []
+        if self.metrics is not None:
+            await self.metrics.stop()
         if self.hold_service is not None:
             self.hold_service.drop_all()
         await self.server.stop()

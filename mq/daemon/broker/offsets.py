@@ -49,6 +49,15 @@ class ConsumerOffsetManager:
     def table(self) -> dict[str, dict[int, int]]:
         return {k: dict(v) for k, v in self._table.items()}
 
+    def pairs(self) -> list[tuple[str, str]]:
+        """(topic, group) of every key with committed offsets (a snapshot: safe from another thread)."""
+        return [(t, g) for t, _, g in (key.partition(SEPARATOR) for key in list(self._table))]
+
+    def queue_offsets(self, group: str, topic: str) -> dict[int, int]:
+        """queue id -> committed offset of ``group`` in ``topic`` (a copy)."""
+        per = self._table.get(topic + SEPARATOR + group)
+        return dict(per) if per is not None else {}
+
     def correction_offsets(self, topic: str, filter_groups: set[str], compare_group: str,
                            queue_min_offset) -> dict[int, int]:
         """RocketMQ ``queryMinOffsetInAllGroup`` + QUERY_CORRECTION_OFFSET: per queue of ``topic``, the smallest

@@ -172,7 +172,7 @@ class PullProcessor:
         body = None
         if code == RC.SUCCESS:
             body = r.buffers[0] if len(r.buffers) == 1 else b"".join(r.buffers)
-            c.stats.on_group_get(topic, group, r.message_count, len(body))
+            c.stats.on_group_get(topic, group, r.message_count, len(body), qid, r.next_begin_offset)
         elif code == RC.PULL_NOT_FOUND and allow_suspend and flag & FLAG_SUSPEND:
             ms = h.suspend_timeout_millis if cfg.long_polling_enable else cfg.short_polling_time_mills
             ms = min(max(ms, 0), cfg.broker_suspend_max_time_millis)
