@@ -61,6 +61,10 @@ class ConnectionClosedError(RemotingError):
     """The connection closed while a request was pending."""
 
 
+class ConnectionBusyError(RemotingError):
+    """A request to a peer was not sent: the peer has not read what was already sent to it."""
+
+
 class InvalidTopicError(MQError):
     """A topic name breaks RocketMQ's rules; the message names the rule."""
 

@@ -348,6 +348,7 @@ class FrameDecoder:
                     cmd = decode_rocketmq_header(mv[hstart:hstart + hlen])
                 if end > hstart + hlen:
                     cmd.body = bytes(mv[hstart + hlen:end])
+                cmd.wire_size = length + 4
                 out.append(cmd)
                 pos = end
         except RemoteProtocolError:

@@ -26,7 +26,8 @@ class NamesrvServer:
         self.table = RouteTable()
         self.kv = KVConfig(Path(config.kv_config_path))
         self.processors = NamesrvProcessors(config, self.table, self.kv)
-        self.server = RemotingServer(config.host, config.listen_port, limits=config.frame_limits, name="namesrv")
+        self.server = RemotingServer(config.host, config.listen_port, limits=config.frame_limits, name="namesrv",
+                                     connection_limits=config.connection_limits)
         for code, handler in self.processors.handlers().items():
             self.server.register(code, handler)
         self.server.on_connection_closed(self._connection_closed)
