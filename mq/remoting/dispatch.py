@@ -104,19 +104,19 @@ _DEFAULT_THROTTLE = LogThrottle(log)
 
 
 def _error_response(cmd: RemotingCommand, exc: BaseException, where: str,
-                    throttle: LogThrottle = _DEFAULT_THROTTLE) -> RemotingCommand:
+                    throttle: LogThrottle = _DEFAULT_THROTTLE, peer: str = "?") -> RemotingCommand:
     if isinstance(exc, RejectRequest):
         return cmd.response(ResponseCode.SYSTEM_BUSY, REJECT_PREFIX + exc.remark)
     text = str(exc)
     if isinstance(exc, RemoteProtocolError):  # the peer's request does not parse: its fault, not ours
         throttle.warning(("bad-request", where, cmd.code, type(exc).__name__),
-                         "%s: bad request code %s: %s", where, cmd.code, text,
+                         "%s: bad request code %s from %s: %s", where, cmd.code, peer, text,
                          exc_info=exc if throttle.logger.isEnabledFor(logging.DEBUG) else None)
     else:
         throttle.error(("handler-failed", where, cmd.code, type(exc).__name__),
-                       "%s: handler for request code %s failed", where, cmd.code, exc_info=exc)
-    return cmd.response(ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {text}" if text
-                        else type(exc).__name__)
+                       "%s: handler for request code %s from %s failed", where, cmd.code, peer, exc_info=exc)
+        text = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    return cmd.response(ResponseCode.SYSTEM_ERROR, text)
 
 
 class WorkerGroup:
@@ -181,7 +181,7 @@ class WorkerGroup:
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            resp = _error_response(cmd, exc, self._owner, self.throttle)
+            resp = _error_response(cmd, exc, self._owner, self.throttle, conn.remote_addr)
         if resp is not None:
             if not isinstance(resp, RemotingCommand):
                 resp = _error_response(cmd, TypeError(f"handler returned {type(resp).__name__}, "
@@ -311,7 +311,7 @@ class HandlerRegistry:
         try:
             resp = handler(conn, cmd)
         except Exception as exc:
-            resp = _error_response(cmd, exc, self.name, self.throttle)
+            resp = _error_response(cmd, exc, self.name, self.throttle, conn.remote_addr)
         if resp is DEFER:
             return False
         if resp is not None and not cmd.flag & FLAG_ONEWAY:
