@@ -131,6 +131,8 @@ class WorkerGroup:
         self.throttle = _DEFAULT_THROTTLE
         self._queue: deque[tuple[AsyncHandler, Connection, RemotingCommand, float]] = deque()
         self._workers: set[asyncio.Task[None]] = set()
+        #: requests of each connection queued or running here (for per-connection ordering)
+        self._by_conn: dict[Connection, int] = {}
         # Workers that will still look at the queue. Kept apart from len(_workers): a finished task
         # stays in _workers until its done-callback runs, and must not count as a taker of new work.
         self._active = 0
@@ -143,11 +145,27 @@ class WorkerGroup:
     def queued(self) -> int:
         return len(self._queue)
 
+    def holds(self, conn: Connection) -> bool:
+        """True while a request of ``conn`` is queued or running in this group."""
+        return conn in self._by_conn
+
+    def _taken(self, conn: Connection) -> None:
+        self._by_conn[conn] = self._by_conn.get(conn, 0) + 1
+
+    def _released(self, conn: Connection, cmd: RemotingCommand) -> None:
+        n = self._by_conn.get(conn, 0) - 1
+        if n > 0:
+            self._by_conn[conn] = n
+        else:
+            self._by_conn.pop(conn, None)
+        conn.request_done(cmd.wire_size)
+
     def submit(self, handler: AsyncHandler, conn: Connection, cmd: RemotingCommand, arrived: float) -> bool:
         """Queue a request; False if the group is saturated (the caller answers SYSTEM_BUSY)."""
         item = (handler, conn, cmd, arrived)
         if self._active < self.limits.concurrency:
             conn.request_started(cmd.wire_size)
+            self._taken(conn)
             self._active += 1
             task = asyncio.get_running_loop().create_task(self._worker(item))
             self._workers.add(task)
@@ -156,6 +174,7 @@ class WorkerGroup:
         if len(self._queue) >= self.limits.queue_capacity:
             return False
         conn.request_started(cmd.wire_size)
+        self._taken(conn)
         self._queue.append(item)
         return True
 
@@ -167,7 +186,7 @@ class WorkerGroup:
                 try:
                     await self._run(handler, conn, cmd, arrived)
                 finally:
-                    conn.request_done(cmd.wire_size)
+                    self._released(conn, cmd)
                 if not queue:
                     return
                 item = queue.popleft()
@@ -198,7 +217,7 @@ class WorkerGroup:
             _h, conn, cmd, arrived = item
             if now - arrived > max_wait:
                 dropped += 1
-                conn.request_done(cmd.wire_size)
+                self._released(conn, cmd)
                 conn.reply(cmd, cmd.response(
                     ResponseCode.SYSTEM_BUSY,
                     f"{TIMEOUT_CLEAN_PREFIX}broker busy, start flow control for a while, period in queue: "
@@ -213,7 +232,7 @@ class WorkerGroup:
     async def shutdown(self) -> None:
         """Drop the queue, cancel the workers and wait for them; the group can be used again after."""
         for _h, conn, cmd, _a in self._queue:
-            conn.request_done(cmd.wire_size)
+            self._released(conn, cmd)
         self._queue.clear()
         tasks = list(self._workers)
         for t in tasks:
@@ -232,6 +251,8 @@ class HandlerRegistry:
         self.throttle = throttle or _DEFAULT_THROTTLE
         self._table: dict[int, tuple[Handler, WorkerGroup | None]] = {}
         self._inline: dict[int, SyncHandler] = {}
+        #: codes whose inline fast path waits only for the same connection's queued requests
+        self._per_connection: set[int] = set()
         self._default: tuple[Handler, WorkerGroup | None] | None = None
         self._groups: dict[str, WorkerGroup] = {}
         #: runs before any handler (the broker's ACL): a response returned here is sent instead
@@ -265,16 +286,25 @@ class HandlerRegistry:
         return (handler, self.group(group) if _is_async(handler) else None)
 
     def register(self, code: int, handler: Handler, *, group: str = "default",
-                 inline: SyncHandler | None = None) -> None:
+                 inline: SyncHandler | None = None, order: str = "group") -> None:
         """Register ``handler`` for ``code``. For an async handler, ``inline`` is an optional synchronous
         fast path: while the group has nothing running or queued it handles the request on the spot (no
         task, the answer goes out with the same write); it returns ``DEFER`` to hand the request to the
-        group instead. Running inline only on an idle group keeps the group's order."""
+        group instead. Running inline only on an idle group keeps the group's order. With
+        ``order="connection"`` the fast path waits only for requests of the same connection: a slow request of
+        one client (a large body decoded off the loop) does not hold up the small ones of the others, and each
+        client's own requests keep their order."""
+        if order not in ("group", "connection"):
+            raise ValueError(f"order must be 'group' or 'connection', not {order!r}")
         self._table[int(code)] = self._entry(handler, group)
         if inline is not None:
             self._inline[int(code)] = inline
         else:
             self._inline.pop(int(code), None)
+        if order == "connection":
+            self._per_connection.add(int(code))
+        else:
+            self._per_connection.discard(int(code))
 
     def register_default(self, handler: Handler, *, group: str = "default") -> None:
         self._default = self._entry(handler, group)
@@ -294,7 +324,10 @@ class HandlerRegistry:
             return
         handler, group = entry
         if group is not None:
-            fast = self._inline.get(cmd.code) if not group._active and not group._queue else None
+            fast = self._inline.get(cmd.code)
+            if fast is not None and (group.holds(conn) if cmd.code in self._per_connection
+                                     else group._active or group._queue):
+                fast = None
             if fast is None or not self._run_sync(fast, conn, cmd):
                 if not group.submit(handler, conn, cmd, conn.last_active):  # type: ignore[arg-type]
                     if not cmd.flag & FLAG_ONEWAY:

@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 
 from mq.common.log_throttle import LogThrottle
 from mq.config import ConnectionLimits, FrameLimits, ProcessorLimits
+from mq.protocol.command import RemotingCommand
 from mq.remoting.budget import ServerBudget
 from mq.remoting.connection import Connection
 from mq.remoting.dispatch import (
@@ -41,11 +42,15 @@ from mq.remoting.dispatch import (
     request_context,
 )
 
-__all__ = ["DEFER", "OVERLOAD_REMARK", "REJECT_PREFIX", "TIMEOUT_CLEAN_PREFIX", "Handler", "HandlerRegistry",
+__all__ = ["DEFER", "OFFLOAD_GROUP", "OVERLOAD_REMARK", "REJECT_PREFIX", "TIMEOUT_CLEAN_PREFIX", "Handler", "HandlerRegistry",
            "RejectRequest", "RemotingServer", "RequestContext", "SyncHandler", "WorkerGroup", "request_context"]
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+
+#: The worker group of requests whose bodies are decoded off the event loop (``register_offloaded``).
+OFFLOAD_GROUP = "offload"
+OFFLOAD_LIMITS = ProcessorLimits(concurrency=4, queue_capacity=64)
 
 CloseCallback = Callable[[Connection], None]
 
@@ -63,6 +68,7 @@ class RemotingServer:
         #: rate-limits every log record a peer can cause (bad frames, bad requests, closed connections)
         self.throttle = LogThrottle(logging.getLogger("mq.remoting"), interval=climits.bad_request_log_interval)
         self.registry = HandlerRegistry(name, self.throttle)
+        self.registry.configure_group(OFFLOAD_GROUP, OFFLOAD_LIMITS)
         self.budget = ServerBudget(climits)
         self.budget.on_over = self._over_budget
         self._connections: set[Connection] = set()
@@ -108,6 +114,16 @@ class RemotingServer:
     def offload_threshold(self) -> int:
         """Request bodies larger than this are decoded with ``offload``."""
         return self.connection_limits.offload_body_threshold
+
+    def is_heavy(self, cmd: RemotingCommand) -> bool:
+        """True when ``cmd``'s body is over ``offload_threshold``: decode it with ``offload``."""
+        return cmd.body is not None and len(cmd.body) > self.connection_limits.offload_body_threshold
+
+    def register_offloaded(self, code: int, handler: Handler, inline: SyncHandler) -> None:
+        """Register a request whose body may be heavy: ``inline`` handles it on the spot and returns ``DEFER``
+        for a heavy one (``is_heavy``), which ``handler`` (async) then handles in ``OFFLOAD_GROUP``, decoding with
+        ``offload``. A client's requests keep their order; other clients' small ones are not held up."""
+        self.registry.register(code, handler, group=OFFLOAD_GROUP, inline=inline, order="connection")
 
     async def offload(self, fn: Callable[..., T], *args: Any) -> T:
         """Run ``fn(*args)`` (pure work: it must not touch state the event loop uses) in the server's worker
