@@ -335,7 +335,8 @@ class TopicConfig(JsonBody):
         if len(parts) != 5 or parts[4] not in ("SINGLE_TAG", "MULTI_TAG"):
             raise RemoteProtocolError(f"bad compressed topic config {text[:80]!r}")
         try:
-            return cls(parts[0], int(parts[1]), int(parts[2]), int(parts[3]), parts[4])
+            return cls(parts[0], parse_java_int(parts[1]), parse_java_int(parts[2]), parse_java_int(parts[3]),
+                       parts[4])
         except ValueError:
             raise RemoteProtocolError(f"bad compressed topic config {text[:80]!r}") from None
 

@@ -71,6 +71,23 @@ def normalize_subscription(sd: SubscriptionData) -> SubscriptionData:
                             class_filter_mode=sd.class_filter_mode)
 
 
+@dataclass(slots=True)
+class PreparedSubscriptions:
+    """A heartbeat's subscriptions normalized, with their TAG filters parsed: the pure part of a consumer's
+    registration, which a large heartbeat computes off the event loop (``prepare_subscriptions``)."""
+
+    #: topic -> normalized subscription (the last one of a topic wins, as in the heartbeat)
+    by_topic: dict[str, SubscriptionData]
+    #: topic -> parsed TAG filter of ``by_topic[topic]``
+    filters: dict[str, TagFilter]
+
+
+def prepare_subscriptions(subs: list[SubscriptionData]) -> PreparedSubscriptions:
+    by_topic = {sd.topic: normalize_subscription(sd) for sd in subs if sd.topic}
+    filters = {t: parse_subscription(t, n.sub_string) for t, n in by_topic.items() if n.expression_type == "TAG"}
+    return PreparedSubscriptions(by_topic, filters)
+
+
 class ConsumerManager:
     def __init__(self, on_ids_changed: Callable[[str], None] | None = None,
                  filter_cache: Sql92Cache | None = None) -> None:
@@ -101,8 +118,10 @@ class ConsumerManager:
     # -- membership --------------------------------------------------------------------------------------
     def register(self, group: str, channel: ClientChannelInfo, consume_type: ConsumeType | None,
                  message_model: MessageModel | None, consume_from_where: ConsumeFromWhere | None,
-                 subscriptions: list[SubscriptionData], notify: bool = True) -> bool:
-        """Record a consumer heartbeat; returns True (and notifies) if members or subscriptions changed."""
+                 subscriptions: list[SubscriptionData], notify: bool = True,
+                 prepared: PreparedSubscriptions | None = None) -> bool:
+        """Record a consumer heartbeat; returns True (and notifies) if members or subscriptions changed.
+        ``prepared`` is ``prepare_subscriptions(subscriptions)`` when the caller computed it already."""
         info = self._groups.get(group)
         if info is None:
             info = self._groups[group] = ConsumerGroupInfo(group)
@@ -117,7 +136,7 @@ class ConsumerManager:
                      old.client_id, channel.client_id)
             new_member = True
         info.channels[channel.conn] = channel
-        changed_subs = self._update_subscriptions(info, subscriptions)
+        changed_subs = self._update_subscriptions(info, subscriptions, prepared)
         changed = new_member or changed_subs
         if new_member:
             log.info("consumer group %s: new member %s (%s)", group, channel.client_id, channel.addr)
@@ -125,25 +144,27 @@ class ConsumerManager:
             self.on_ids_changed(group)
         return changed
 
-    def _update_subscriptions(self, info: ConsumerGroupInfo, subs: list[SubscriptionData]) -> bool:
+    def _update_subscriptions(self, info: ConsumerGroupInfo, subs: list[SubscriptionData],
+                              prepared: PreparedSubscriptions | None = None) -> bool:
+        if prepared is None:
+            prepared = prepare_subscriptions(subs)
         changed = False
         new: dict[str, SubscriptionData] = {}
-        for sd in subs:
-            if not sd.topic:
-                continue
-            norm = normalize_subscription(sd)
-            new[sd.topic] = norm
-            old = info.subscriptions.get(sd.topic)
+        for topic, norm in prepared.by_topic.items():
+            new[topic] = norm
+            old = info.subscriptions.get(topic)
             if old is None or old.sub_string != norm.sub_string or old.expression_type != norm.expression_type:
                 changed = True
             elif old.sub_version > norm.sub_version:  # keep the newest version (Java ignores older ones)
-                new[sd.topic] = old
+                new[topic] = old
         if set(new) != set(info.subscriptions):
             changed = True
         if subs or not info.subscriptions:
+            old_filters = info.filters
             info.subscriptions = new
-            info.filters = {t: parse_subscription(t, s.sub_string) for t, s in new.items()
-                            if s.expression_type == "TAG"}
+            info.filters = {t: (prepared.filters[t] if s is prepared.by_topic.get(t) else old_filters.get(t))
+                            or parse_subscription(t, s.sub_string)
+                            for t, s in new.items() if s.expression_type == "TAG"}
             sql = {}
             for t, s in new.items():
                 if s.expression_type == SQL92 and s.sub_string:
