@@ -65,13 +65,13 @@ class ClientProcessor:
     def register(self, server: Any) -> None:
         R = RequestCode
         server.register_offloaded(R.HEART_BEAT, self.heartbeat_heavy, self.heartbeat)
+        server.register_offloaded(R.CHECK_CLIENT_CONFIG, self.check_client_config_heavy, self.check_client_config)
         for code, fn in ((R.UNREGISTER_CLIENT, self.unregister),
                          (R.GET_CONSUMER_LIST_BY_GROUP, self.consumer_list),
                          (R.QUERY_CONSUMER_OFFSET, self.query_offset), (R.UPDATE_CONSUMER_OFFSET, self.update_offset),
                          (R.GET_MAX_OFFSET, self.max_offset), (R.GET_MIN_OFFSET, self.min_offset),
                          (R.SEARCH_OFFSET_BY_TIMESTAMP, self.search_offset),
-                         (R.GET_EARLIEST_MSG_STORETIME, self.earliest_time),
-                         (R.CHECK_CLIENT_CONFIG, self.check_client_config)):
+                         (R.GET_EARLIEST_MSG_STORETIME, self.earliest_time)):
             server.register(code, fn)
 
     # -- membership --------------------------------------------------------------------------------------
@@ -123,12 +123,24 @@ class ClientProcessor:
             self.c.producers.register(group, ClientChannelInfo(conn, client_id, _language(cmd.language),
                                                                cmd.version, now, conn.remote_addr))
 
-    def check_client_config(self, conn: Any, cmd: RemotingCommand) -> RemotingCommand:
+    def check_client_config(self, conn: Any, cmd: RemotingCommand) -> Any:
         """Java ``ClientManageProcessor.checkClientConfig``."""
+        if self.c.server.is_heavy(cmd):
+            return DEFER
         try:
             body = fastjson_loads(cmd.body) if cmd.body else None
         except Exception as exc:  # Java: RemotingCommandException -> SYSTEM_ERROR
             return cmd.response(RC.SYSTEM_ERROR, f"bad CheckClientRequestBody: {exc}")
+        return self._check_client_config(cmd, body)
+
+    async def check_client_config_heavy(self, conn: Any, cmd: RemotingCommand) -> RemotingCommand:
+        try:
+            body = await self.c.server.offload(fastjson_loads, cmd.body)
+        except Exception as exc:
+            return cmd.response(RC.SYSTEM_ERROR, f"bad CheckClientRequestBody: {exc}")
+        return self._check_client_config(cmd, body)
+
+    def _check_client_config(self, cmd: RemotingCommand, body: Any) -> RemotingCommand:
         sd = body.get("subscriptionData") if isinstance(body, dict) else None
         if not isinstance(sd, dict):
             return cmd.response(RC.SUCCESS)
