@@ -98,10 +98,9 @@ class FlowControl:
 
     @property
     def output_full(self) -> bool:
-        """True when a server connection's pending bytes are at its high-water mark: an answer that is not owed
+        """True when a server connection's unsent output is at its high-water mark: an answer that is not owed
         (a server-initiated request, a held pull woken up) should not be built for it now."""
-        return self._budget is not None and \
-            self.pending_output + self._inflight_bytes >= self._climits.write_high_water
+        return self._budget is not None and self.pending_output >= self._climits.write_high_water
 
     # -- async handlers ------------------------------------------------------------------------------
     def request_started(self, nbytes: int = 0) -> None:

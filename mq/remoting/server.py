@@ -50,7 +50,8 @@ T = TypeVar("T")
 
 #: The worker group of requests whose bodies are decoded off the event loop (``register_offloaded``).
 OFFLOAD_GROUP = "offload"
-OFFLOAD_LIMITS = ProcessorLimits(concurrency=4, queue_capacity=64)
+#: one at a time (the worker thread is one too): a client's requests keep their order
+OFFLOAD_LIMITS = ProcessorLimits(concurrency=1, queue_capacity=64)
 
 CloseCallback = Callable[[Connection], None]
 

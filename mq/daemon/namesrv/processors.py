@@ -24,6 +24,7 @@ from mq.protocol.bodies import (DataVersion, KVTable, RegisterBrokerBody, TopicC
 from mq.protocol.codes import RequestCode, ResponseCode
 from mq.protocol.command import RemotingCommand
 from mq.remoting import DEFER
+from mq.remoting.gc_pause import gc_pause
 
 log = logging.getLogger(__name__)
 
@@ -109,7 +110,8 @@ class NamesrvProcessors:
         return self._registered(conn, cmd, _decode_registration(cmd))
 
     async def register_broker_heavy(self, conn: object, cmd: RemotingCommand) -> RemotingCommand:
-        return self._registered(conn, cmd, await self.server.offload(_decode_registration, cmd))
+        with gc_pause:
+            return self._registered(conn, cmd, await self.server.offload(_decode_registration, cmd))
 
     def _registered(self, conn: object, cmd: RemotingCommand, decoded: Any) -> RemotingCommand:
         if isinstance(decoded, RemotingCommand):  # refused while decoding

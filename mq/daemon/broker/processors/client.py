@@ -35,6 +35,7 @@ from mq.protocol.bodies import ConsumerData, GetConsumerListByGroupResponseBody,
 from mq.protocol.codes import LanguageCode, RequestCode, ResponseCode
 from mq.protocol.command import RemotingCommand
 from mq.remoting import DEFER
+from mq.remoting.gc_pause import gc_pause
 
 if TYPE_CHECKING:
     from mq.daemon.broker.controller import BrokerController
@@ -87,19 +88,21 @@ class ClientProcessor:
         return cmd.response(RC.SUCCESS)
 
     async def heartbeat_heavy(self, conn: Any, cmd: RemotingCommand) -> RemotingCommand:
-        hb, prepared = await self.c.server.offload(_decode_heartbeat, cmd.body)
-        now = int(time.time() * 1000)
-        for cd, pre in zip(hb.consumer_data_set, prepared):
-            if conn.closed:
-                break
-            self._consumer(conn, cmd, hb.client_id, cd, now, pre)
-            await asyncio.sleep(0)
-        for i, pd in enumerate(hb.producer_data_set):
-            if conn.closed:
-                break
-            self._producer(conn, cmd, hb.client_id, pd.group_name, now)
-            if i % 256 == 255:
+        with gc_pause:
+            hb, prepared = await self.c.server.offload(_decode_heartbeat, cmd.body, self.c.consumers)
+            now = int(time.time() * 1000)
+            for cd, pre in zip(hb.consumer_data_set, prepared):
+                if conn.closed:
+                    break
+                self._consumer(conn, cmd, hb.client_id, cd, now, pre)
                 await asyncio.sleep(0)
+            for i, pd in enumerate(hb.producer_data_set):
+                if conn.closed:
+                    break
+                self._producer(conn, cmd, hb.client_id, pd.group_name, now)
+                if i % 256 == 255:
+                    await asyncio.sleep(0)
+            del hb, prepared
         return cmd.response(RC.SUCCESS)
 
     def _consumer(self, conn: Any, cmd: RemotingCommand, client_id: str, cd: ConsumerData, now: int,
@@ -134,11 +137,12 @@ class ClientProcessor:
         return self._check_client_config(cmd, body)
 
     async def check_client_config_heavy(self, conn: Any, cmd: RemotingCommand) -> RemotingCommand:
-        try:
-            body = await self.c.server.offload(fastjson_loads, cmd.body)
-        except Exception as exc:
-            return cmd.response(RC.SYSTEM_ERROR, f"bad CheckClientRequestBody: {exc}")
-        return self._check_client_config(cmd, body)
+        with gc_pause:
+            try:
+                body = await self.c.server.offload(fastjson_loads, cmd.body)
+            except Exception as exc:
+                return cmd.response(RC.SYSTEM_ERROR, f"bad CheckClientRequestBody: {exc}")
+            return self._check_client_config(cmd, body)
 
     def _check_client_config(self, cmd: RemotingCommand, body: Any) -> RemotingCommand:
         sd = body.get("subscriptionData") if isinstance(body, dict) else None
@@ -233,7 +237,14 @@ class ClientProcessor:
         return cmd.response(RC.SUCCESS, ext_fields=H.GetEarliestMsgStoretimeResponseHeader(ts).to_ext())
 
 
-def _decode_heartbeat(body: bytes) -> tuple[HeartbeatData, list[PreparedSubscriptions]]:
-    """The pure part of a heartbeat (run in the server's worker thread for a large one)."""
+def _decode_heartbeat(body: bytes, consumers: Any) -> tuple[HeartbeatData, list[PreparedSubscriptions]]:
+    """The pure part of a large heartbeat, run in the server's worker thread: decode it, and prepare each
+    group's subscriptions against what the group has now (only read: the group's tables are replaced, never
+    changed in place, so a snapshot stays consistent; ``register`` checks it is still current)."""
     hb = HeartbeatData.from_json(body)
-    return hb, [prepare_subscriptions(cd.subscription_data_set) for cd in hb.consumer_data_set]
+    prepared = []
+    for cd in hb.consumer_data_set:
+        info = consumers.get(cd.group_name)
+        base, filters = (info.subscriptions, info.filters) if info is not None else ({}, {})
+        prepared.append(prepare_subscriptions(cd.subscription_data_set, base, filters))
+    return hb, prepared

@@ -20,6 +20,7 @@ from mq.protocol.bodies import LockBatchRequestBody, LockBatchResponseBody, Mess
 from mq.protocol.codes import RequestCode, ResponseCode
 from mq.protocol.command import RemotingCommand
 from mq.remoting import DEFER
+from mq.remoting.gc_pause import gc_pause
 
 if TYPE_CHECKING:
     from mq.daemon.broker.controller import BrokerController
@@ -90,12 +91,14 @@ class LockProcessor:
 
     async def lock_heavy(self, conn: Any, cmd: RemotingCommand) -> RemotingCommand:
         server = self.c.server
-        req = await server.offload(LockBatchRequestBody.from_json, cmd.body)
-        granted: set[MessageQueue] = set()
-        for part in _slices(req.mq_set):
-            granted |= self.locks.try_lock_batch(req.consumer_group, part, req.client_id)
-            await asyncio.sleep(0)
-        body = await server.offload(_lock_answer, granted)
+        with gc_pause:
+            req = await server.offload(LockBatchRequestBody.from_json, cmd.body)
+            granted: set[MessageQueue] = set()
+            for part in _slices(req.mq_set):
+                granted |= self.locks.try_lock_batch(req.consumer_group, part, req.client_id)
+                await asyncio.sleep(0)
+            body = await server.offload(_lock_answer, granted)
+            del req, granted
         return cmd.response(ResponseCode.SUCCESS, body=body)
 
     def unlock(self, conn: Any, cmd: RemotingCommand) -> Any:
@@ -106,10 +109,12 @@ class LockProcessor:
         return cmd.response(ResponseCode.SUCCESS)
 
     async def unlock_heavy(self, conn: Any, cmd: RemotingCommand) -> RemotingCommand:
-        req = await self.c.server.offload(UnlockBatchRequestBody.from_json, cmd.body)
-        for part in _slices(req.mq_set):
-            self.locks.unlock_batch(req.consumer_group, part, req.client_id)
-            await asyncio.sleep(0)
+        with gc_pause:
+            req = await self.c.server.offload(UnlockBatchRequestBody.from_json, cmd.body)
+            for part in _slices(req.mq_set):
+                self.locks.unlock_batch(req.consumer_group, part, req.client_id)
+                await asyncio.sleep(0)
+            del req
         return cmd.response(ResponseCode.SUCCESS)
 
 
