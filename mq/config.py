@@ -77,9 +77,28 @@ class ConnectionLimits:
     #: refused connections); the ones in between are counted.
     bad_request_log_interval: float = 10.0
 
+    def __post_init__(self) -> None:
+        for name in ("max_inflight", "write_high_water", "max_total_output", "max_total_partial"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{name} must be at least 1, got {getattr(self, name)}")
+        if not 0 <= self.write_low_water <= self.write_high_water:
+            raise ConfigError(f"write_low_water ({self.write_low_water}) must be between 0 and write_high_water "
+                              f"({self.write_high_water})")
+        for name in ("write_stall_timeout", "idle_timeout", "frame_timeout", "bad_request_log_interval",
+                     "offload_body_threshold"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"{name} must not be negative, got {getattr(self, name)}")
+
 
 _CL = ConnectionLimits()
 _FL = FrameLimits()
+#: ConnectionLimits field -> the YAML key that sets it (for error messages)
+_LIMIT_KEYS = {"max_inflight": "maxInflightRequestsPerChannel", "write_high_water": "writeBufferHighWaterMark",
+               "write_low_water": "writeBufferLowWaterMark", "max_total_output": "writeBufferTotalLimit",
+               "max_total_partial": "partialFrameTotalLimit", "write_stall_timeout": "writeStallTimeoutSeconds",
+               "idle_timeout": "serverChannelMaxIdleTimeSeconds", "frame_timeout": "frameCompleteTimeoutSeconds",
+               "bad_request_log_interval": "badRequestLogIntervalSeconds",
+               "offload_body_threshold": "heavyBodyThreshold"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,6 +139,18 @@ class RemotingServerConfig:
     #: Seconds between two log records of one kind of bad request (malformed frame, unparsable header, refused
     #: connection); the ones in between are counted in the next record.
     bad_request_log_interval_seconds: float = _CL.bad_request_log_interval
+
+    def __post_init__(self) -> None:
+        try:
+            self.connection_limits
+        except ConfigError as exc:  # name the keys the operator wrote
+            text = str(exc)
+            for name, key in _LIMIT_KEYS.items():
+                text = text.replace(name, key)
+            raise ConfigError(text) from None
+        if self.frame_max_length < 16 or not 0 < self.frame_max_header_length <= self.frame_max_length:
+            raise ConfigError(f"frameMaxHeaderLength ({self.frame_max_header_length}) must be positive and at most "
+                              f"frameMaxLength ({self.frame_max_length})")
 
     @property
     def frame_limits(self) -> FrameLimits:

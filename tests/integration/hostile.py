@@ -19,6 +19,7 @@ from typing import Iterator
 import orjson
 
 from mq.protocol.codec import FrameDecoder, encode
+from mq.protocol.codes import FLAG_RESPONSE
 from mq.protocol.command import RemotingCommand
 
 
@@ -52,16 +53,20 @@ class Raw:
         self.sock.sendall(encode(cmd))
 
     def response(self) -> RemotingCommand | None:
-        """The next command, or None when the peer closed or nothing came within the timeout."""
-        while not self._ready:
-            try:
-                chunk = self.sock.recv(1 << 20)
-            except (ConnectionResetError, socket.timeout, OSError):
-                return None
-            if not chunk:
-                return None
-            self._ready.extend(self.dec.feed(chunk))
-        return self._ready.pop(0)
+        """The next response (requests the daemon sends, such as NOTIFY_CONSUMER_IDS_CHANGED, are skipped), or
+        None when the peer closed or nothing came within the timeout."""
+        while True:
+            while not self._ready:
+                try:
+                    chunk = self.sock.recv(1 << 20)
+                except (ConnectionResetError, socket.timeout, OSError):
+                    return None
+                if not chunk:
+                    return None
+                self._ready.extend(self.dec.feed(chunk))
+            cmd = self._ready.pop(0)
+            if cmd.flag & FLAG_RESPONSE:
+                return cmd
 
     def call(self, cmd: RemotingCommand, opaque: int = 1) -> RemotingCommand | None:
         self.send_cmd(cmd, opaque)
