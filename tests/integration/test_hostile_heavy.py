@@ -14,6 +14,7 @@ import time
 import orjson
 
 from mq.protocol import headers as H
+from mq.protocol.acl import SessionCredentials, sign_request
 from mq.protocol.bodies import RegisterBrokerBody, TopicConfig, TopicConfigSerializeWrapper
 from mq.protocol.codes import RequestCode, ResponseCode
 from mq.protocol.command import RemotingCommand
@@ -109,3 +110,42 @@ def test_name_server_serves_others_while_a_large_registration_is_decoded(namesrv
         assert answer.code == ResponseCode.SUCCESS
         assert namesrv.table.pickup_route("RegTopic0000001") is not None
         hog.close()
+
+
+ACL = """\
+accounts:
+  - accessKey: hogkey01
+    secretKey: hogsecret01
+    admin: false
+    defaultTopicPerm: DENY
+    defaultGroupPerm: SUB
+    topicPerms:
+      - Allowed0000000=SUB
+      - Allowed0000001=SUB
+"""
+
+
+def _signed_heartbeat(topics: list[str]) -> RemotingCommand:
+    subs = [{"topic": t, "subString": "*", "subVersion": 1, "expressionType": "TAG"} for t in topics]
+    body = orjson.dumps({"clientID": "hog@1", "producerDataSet": [],
+                         "consumerDataSet": [{"groupName": "AclConsumers", "subscriptionDataSet": subs}]})
+    cmd = RemotingCommand.request(RequestCode.HEART_BEAT, {}, body)
+    sign_request(cmd, SessionCredentials("hogkey01", "hogsecret01"))
+    return cmd
+
+
+def test_a_large_heartbeat_under_acl_is_decoded_off_the_loop_and_still_checked(broker_factory, loop, tmp_path):
+    path = tmp_path / "plain_acl.yml"
+    path.write_text(ACL)
+    broker = broker_factory(acl_enable=True, acl_file=str(path), heavy_body_threshold=1024)
+    with serving(loop):
+        r = Raw(broker.address)
+        denied = r.call(_signed_heartbeat(["Allowed0000000"] + [f"Denied{i:07d}" for i in range(100)]))
+        assert denied.code == ResponseCode.SYSTEM_ERROR and "No default permission for topic:Denied" in denied.remark
+        assert broker.consumers.get("AclConsumers") is None
+        ok = r.call(_signed_heartbeat(["Allowed0000000", "Allowed0000001"] * 30))
+        assert ok.code == ResponseCode.SUCCESS
+        assert set(broker.consumers.get("AclConsumers").subscriptions) == {"Allowed0000000", "Allowed0000001"}
+        unsigned = RemotingCommand.request(RequestCode.HEART_BEAT, {}, _signed_heartbeat(["Allowed0000000"] * 80).body)
+        assert r.call(unsigned).code == ResponseCode.SYSTEM_ERROR
+        r.close()

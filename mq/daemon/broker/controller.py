@@ -143,7 +143,9 @@ class BrokerController:
         validator = self.acl = PlainAccessValidator(path)
 
         def refuse(conn, cmd):
-            reason = validator.check(conn.remote_addr, cmd)
+            # A large heartbeat's resources are checked once it is decoded off the loop (ClientProcessor).
+            deferred = {} if cmd.code == RequestCode.HEART_BEAT and self.server.is_heavy(cmd) else None
+            reason = validator.check(conn.remote_addr, cmd, need=deferred)
             if reason is None:
                 return None
             log.debug("ACL refused request code %d from %s: %s", cmd.code, conn.remote_addr, reason)

@@ -115,6 +115,12 @@ class NamesrvProcessors:
 
     def _registered(self, conn: object, cmd: RemotingCommand, decoded: Any) -> RemotingCommand:
         if isinstance(decoded, RemotingCommand):  # refused while decoding
+            peer = getattr(conn, "remote_addr", conn)
+            if self.server is not None:
+                self.server.throttle.warning(("register-refused", decoded.remark),
+                                             "register broker from %s refused: %s", peer, decoded.remark)
+            else:
+                log.warning("register broker from %s refused: %s", peer, decoded.remark)
             return decoded
         hdr, wrapper, filters = decoded
         result = self.table.register_broker(
@@ -266,7 +272,6 @@ def _decode_registration(cmd: RemotingCommand) -> Any:
     hdr = h.RegisterBrokerRequestHeader.from_ext(cmd.ext_fields)
     body = bytes(cmd.body or b"")
     if hdr.body_crc32 and (zlib.crc32(body) & 0x7FFFFFFF) != hdr.body_crc32:
-        log.warning("register broker %s from %s: body crc32 does not match", hdr.broker_name, hdr.broker_addr)
         return cmd.response(ResponseCode.SYSTEM_ERROR, "crc32 not match")
     wrapper: TopicConfigSerializeWrapper | None = None
     filters: list[str] = []

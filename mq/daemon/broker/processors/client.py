@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from mq.common import topic as T
 from mq.common.fastjson import loads as fastjson_loads
 from mq.common.sql_filter import Sql92SyntaxError
+from mq.daemon.broker.acl import heartbeat_resources
 from mq.daemon.broker.client_manager import ClientChannelInfo, PreparedSubscriptions, prepare_subscriptions
 from mq.daemon.broker.property_filter import SQL92
 from mq.protocol import headers as H
@@ -90,6 +91,11 @@ class ClientProcessor:
     async def heartbeat_heavy(self, conn: Any, cmd: RemotingCommand) -> RemotingCommand:
         with gc_pause:
             hb, prepared = await self.c.server.offload(_decode_heartbeat, cmd.body, self.c.consumers)
+            acl = self.c.acl
+            if acl is not None:  # the ACL filter checked the account and signature; the resources are checked here
+                reason = acl.check(conn.remote_addr, cmd, need=heartbeat_resources(hb))
+                if reason is not None:
+                    return cmd.response(RC.SYSTEM_ERROR, acl.refusal_remark(reason))
             now = int(time.time() * 1000)
             for cd, pre in zip(hb.consumer_data_set, prepared):
                 if conn.closed:
