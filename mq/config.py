@@ -26,9 +26,10 @@ DEFAULT_BROKER_PORT = 10911
 class FrameLimits:
     """Limits the frame decoder enforces before it allocates anything (PROTOCOL.md §1)."""
 
-    #: Largest frame accepted, in bytes (RocketMQ's com.rocketmq.remoting.frameMaxLength).
+    #: Largest frame accepted, bytes (RocketMQ's com.rocketmq.remoting.frameMaxLength); a longer frame closes the
+    #: connection.
     max_frame: int = 16 * 1024 * 1024
-    #: Largest header accepted, in bytes.
+    #: Largest header inside a frame, bytes.
     max_header: int = 4 * 1024 * 1024
 
 
@@ -36,7 +37,9 @@ class FrameLimits:
 class ProcessorLimits:
     """Bounded concurrency and queue for one request-code group on a server."""
 
+    #: Workers serving this group's requests at once.
     concurrency: int = 16
+    #: Requests waiting for a worker; beyond it a request is answered SYSTEM_BUSY [OVERLOAD].
     queue_capacity: int = 10000
 
 
@@ -174,13 +177,17 @@ class RemotingServerConfig:
 class NamesrvConfig(RemotingServerConfig):
     """Name server settings; YAML keys follow RocketMQ's namesrv.conf / NettyServerConfig names."""
 
+    #: Address to bind (``--host`` overrides it).
     host: str = "127.0.0.1"
+    #: Port of the remoting server (``--port`` overrides it).
     listen_port: int = DEFAULT_NAMESRV_PORT
-    #: A broker not heard from for this long is dropped (RouteInfoManager.BROKER_CHANNEL_EXPIRED_TIME).
+    #: A broker not heard from for this long, ms, is dropped (RouteInfoManager.BROKER_CHANNEL_EXPIRED_TIME).
     broker_channel_expired_time_ms: int = 120_000
-    #: How often the expiry scan runs (RocketMQ: every 10 s).
+    #: How often the expiry scan runs, ms (RocketMQ: every 10 s).
     scan_not_active_broker_interval_ms: int = 10_000
+    #: Route answers carry the topic's ORDER_TOPIC_CONFIG KV entry (orderTopicConf).
     order_message_enable: bool = False
+    #: File of the KV config; empty: ``$MQ_HOME/namesrv/kvConfig.json``.
     kv_config_path: str = ""
 
 
@@ -280,69 +287,114 @@ class StoreConfig:
     Sizes are bytes, intervals milliseconds, ``file_reserved_time`` hours, ratios percent unless named ``*_ratio``
     as a fraction (the two RocketMQ system properties)."""
 
+    #: Store root: commitlog/, consumequeue/, index/, config/ and the checkpoint (``mq broker`` defaults it to
+    #: ``$MQ_HOME/store``; ``--store`` overrides it).
     store_path_root_dir: str = str(Path.home() / "store")
-    #: Empty: ``<root>/commitlog``.
+    #: Directory of the commit log; empty: ``<storePathRootDir>/commitlog``.
     store_path_commit_log: str = ""
+    #: Size of one commit-log segment, bytes. A store must be opened with the size it was written with.
     mapped_file_size_commit_log: int = 1024 * 1024 * 1024
-    #: 300,000 units of 20 bytes; rounded up to a multiple of 20.
+    #: Size of one consume-queue segment, bytes: 300,000 units of 20 bytes (rounded up to a multiple of 20). A store
+    #: must be opened with the size it was written with.
     mapped_file_size_consume_queue: int = 300_000 * 20
+    #: ASYNC_FLUSH: answer once the page cache holds the message; SYNC_FLUSH: after fdatasync (group commit).
     flush_disk_type: str = "ASYNC_FLUSH"  # or SYNC_FLUSH
+    #: ASYNC_FLUSH: period of the commit log's flush thread, ms.
     flush_interval_commit_log: int = 500
+    #: ASYNC_FLUSH: a periodic flush writes back only when at least this many 4 KiB pages are dirty.
     flush_commit_log_least_pages: int = 4
+    #: ASYNC_FLUSH: the flush writes back everything at least this often, however few pages are dirty, ms.
     flush_commit_log_thorough_interval: int = 10_000
+    #: Period of the consume-queue flush thread, ms.
     flush_interval_consume_queue: int = 1000
+    #: A periodic consume-queue flush writes back only when at least this many 4 KiB pages are dirty.
     flush_consume_queue_least_pages: int = 2
+    #: Consume queues are flushed whole at least this often, ms.
     flush_consume_queue_thorough_interval: int = 60_000
+    #: SYNC_FLUSH (and SYNC_MASTER): a send not flushed (replicated) within this many ms is answered
+    #: FLUSH_DISK_TIMEOUT (FLUSH_SLAVE_TIMEOUT).
     sync_flush_timeout: int = 5000
+    #: Largest message body accepted, bytes.
     max_message_size: int = 4 * 1024 * 1024
+    #: Crash recovery checks every record's body CRC.
     check_crc_on_recover: bool = True
+    #: Hours (``04``, or several as ``04;16``) at which expired commit-log segments are deleted.
     delete_when: str = "04"
+    #: Disk use, percent, above which expired segments are deleted at any hour.
     disk_max_used_space_ratio: int = 75
+    #: Commit-log segments are kept at least this many hours (retention).
     file_reserved_time: int = 72
+    #: Period of the retention and disk-space check, ms.
     clean_resource_interval: int = 10_000
+    #: Accepted from RocketMQ's broker.conf; not used (segments are deleted at most 10 per pass).
     delete_commit_log_files_interval: int = 100
+    #: Accepted from RocketMQ's broker.conf; not used.
     delete_consume_queue_files_interval: int = 100
+    #: Accepted from RocketMQ's broker.conf; not used.
     destroy_maped_file_interval_forcibly: int = 120_000
+    #: Above diskSpaceCleanForciblyRatio, delete segments that have not expired yet, oldest first.
     clean_file_forcibly_enable: bool = True
-    #: rocketmq.broker.diskSpaceCleanForciblyRatio
+    #: Disk use (a fraction) above which segments are deleted before they expire
+    #: (rocketmq.broker.diskSpaceCleanForciblyRatio).
     disk_space_clean_forcibly_ratio: float = 0.85
     #: rocketmq.broker.diskSpaceWarningLevelRatio: above it, writes are refused.
     disk_space_warning_level_ratio: float = 0.90
+    #: Bytes one pull returns at most while its messages lie within accessMessageInMemoryMaxRatio of RAM of the
+    #: log's end.
     max_transfer_bytes_on_message_in_memory: int = 262_144
+    #: Messages one pull returns at most while they lie within accessMessageInMemoryMaxRatio of RAM of the log's end.
     max_transfer_count_on_message_in_memory: int = 32
+    #: Bytes one pull returns at most once its messages lie further behind the log's end.
     max_transfer_bytes_on_message_in_disk: int = 65_536
+    #: Messages one pull returns at most once they lie further behind the log's end.
     max_transfer_count_on_message_in_disk: int = 8
+    #: Percent of RAM: messages further behind the log's end count as on disk (smaller pulls; with slaveReadEnable
+    #: the consumer is pointed at a slave); a slave uses this minus 10.
     access_message_in_memory_max_ratio: int = 40
+    #: Build the key index (index/ files) for queries by key and by unique key.
     message_index_enable: bool = True
+    #: Crash recovery starts no later than the index checkpoint, so index entries lost in the crash are rebuilt.
     message_index_safe: bool = False
+    #: Hash slots per index file; with maxIndexNum it fixes an index file's size (420 MB by default).
     max_hash_slot_num: int = 5_000_000
+    #: Entries per index file.
     max_index_num: int = 20_000_000
+    #: Most messages one query by key returns.
     max_msgs_num_batch: int = 64
+    #: Most messages a query by unique key (message id) returns.
     default_query_max_num: int = 32
+    #: ASYNC_MASTER, SYNC_MASTER (a send is answered once a slave holds it) or SLAVE.
     broker_role: str = "ASYNC_MASTER"
     #: a slave also corrects moved pull offsets (and stores an OffsetMovedEvent) instead of retrying
     offset_check_in_slave: bool = False
+    #: Delay of each level 1, 2, ... (suffixes s, m, h, d); retries use levels 3 and up.
     message_delay_level: str = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
+    #: While a put has held the put lock longer than this, ms, puts are refused OS_PAGECACHE_BUSY and (with
+    #: brokerFastFailureEnable) sends SYSTEM_BUSY.
     os_page_cache_busy_timeout_mills: int = 1000
+    #: Accepted from RocketMQ's broker.conf; not used.
     duplication_enable: bool = False
+    #: Warm whole commit-log segments ahead of the writer (overrides warmAheadBytes).
     warm_maped_file_enable: bool = False
-    #: bring the commit log's pages into the page cache this many bytes ahead of the writer, in a background
+    #: Bring the commit log's pages into the page cache this many bytes ahead of the writer, in a background
     #: thread, so puts take no allocating page faults (``mq.store.warm``: MADV_POPULATE_READ where Linux has it,
-    #: else zero-fill; warmMapedFileEnable warms whole segments). -1 (the default) lets the flush mode choose:
-    #: 16 MiB under ASYNC_FLUSH where the kernel can populate (puts stop paying for fresh pages, which on some
-    #: VMs costs them a third of their rate), off under SYNC_FLUSH (the thread competes with the group commit
-    #: for the second core: 91-92 k against 111-115 k msg/s from 64 writers); 0 is off.
+    #: else zero-fill). -1 lets the flush mode choose: 16 MiB under ASYNC_FLUSH where the kernel can populate, off
+    #: under SYNC_FLUSH (the thread would take the second core from the group commit); 0 is off.
     warm_ahead_bytes: int = -1
+    #: Accepted from RocketMQ's broker.conf; not used (SYNC_FLUSH always stages records in a write buffer).
     transient_store_pool_enable: bool = False
     # -- HA: master/slave replication (STORE.md §13; mq.daemon.broker.ha) ---------------------------------------
     #: haListenPort: -1 = listenPort + 1 (what BrokerStartup sets), 0 = an ephemeral port (tests)
     ha_listen_port: int = -1
     #: haMasterAddress ``host:port`` of the master's HA port; empty: learnt from the name server's answer
     ha_master_address: str = ""
+    #: A slave reports its offset to the master at least this often, ms.
     ha_send_heartbeat_interval: int = 5000
+    #: An HA connection silent this long, ms, is closed.
     ha_housekeeping_interval: int = 20_000
+    #: Largest chunk of commit log the master sends a slave at once, bytes.
     ha_transfer_batch_size: int = 32 * 1024
-    #: SYNC_MASTER: a slave further behind than this is "not available"
+    #: SYNC_MASTER: a slave further behind than this many bytes is "not available"
     ha_slave_fallbehind_max: int = 256 * 1024 * 1024
     #: slaveReadEnable: masters may suggest pulling from a slave, slaves serve pulls
     slave_read_enable: bool = False
@@ -380,19 +432,25 @@ class ClientConfig:
 
     Intervals are seconds (RocketMQ's are ms: ``pollNameServerInterval`` 30000 -> 30.0)."""
 
+    #: Name servers, ``;``-separated.
     namesrv_addr: str = "127.0.0.1:9876"
     #: Empty: the first non-loopback IPv4 address of this host (RocketMQ ``RemotingUtil.getLocalAddress``).
     client_ip: str = ""
     #: "DEFAULT" becomes the PID, as in Java; give each client in one process its own name to get its own id.
     instance_name: str = "DEFAULT"
+    #: Appended to the client id (``ip@instance@unit``) when set.
     unit_name: str = ""
+    #: Routes of the topics in use are refreshed this often, seconds.
     poll_name_server_interval: float = 30.0
+    #: A heartbeat with every group goes to every known broker this often, seconds.
     heartbeat_broker_interval: float = 30.0
+    #: Consumer offsets are committed this often, seconds.
     persist_consumer_offset_interval: float = 5.0
     #: rocketmq.client.rebalance.waitInterval
     rebalance_interval: float = 20.0
     #: Delay before retrying a pull or a send-back after an exception (pullTimeDelayMillsWhenException).
     pull_time_delay_when_exception: float = 1.0
+    #: Timeout of a TCP connection to a broker or name server, seconds.
     connect_timeout: float = 3.0
     #: Timeout of admin-style calls to brokers and name servers (offset queries, heartbeats, route lookups).
     call_timeout: float = 3.0
@@ -400,7 +458,9 @@ class ClientConfig:
     local_offset_store_dir: str = str(Path.home() / ".rocketmq_offsets")
     #: ACL: with an access key every request is signed (RocketMQ's AclClientRPCHook)
     access_key: str = ""
+    #: ACL: the secret key that signs requests with ``access_key``.
     secret_key: str = field(default="", repr=False)
+    #: ACL: a session token sent with signed requests (optional).
     security_token: str = field(default="", repr=False)
 
     @property
@@ -412,16 +472,27 @@ class ClientConfig:
 class ProducerConfig:
     """``DefaultMQProducer`` settings (FEATURES.md §6.1); timeouts in seconds."""
 
+    #: Producer group name.
     group: str = "DEFAULT_PRODUCER"
+    #: Timeout of one send, retries included, seconds.
     send_msg_timeout: float = 3.0
+    #: Extra attempts of a failed synchronous send (on another broker where there is one).
     retry_times_when_send_failed: int = 2
+    #: Extra attempts of a failed asynchronous send.
     retry_times_when_send_async_failed: int = 2
+    #: Also retry a send answered with a non-OK store status (flush or slave timeout).
     retry_another_broker_when_not_store_ok: bool = False
+    #: Bodies of at least this many bytes are zlib-compressed (not batches).
     compress_msg_body_over_howmuch: int = 4096
+    #: zlib level of that compression.
     compress_level: int = 5
+    #: Largest body accepted by ``send``, bytes.
     max_message_size: int = 4 * 1024 * 1024
+    #: Queues asked for when a send creates a topic through ``create_topic_key``.
     default_topic_queue_nums: int = 4
+    #: Template topic whose route serves a topic that does not exist yet (auto-creation).
     create_topic_key: str = "TBW102"
+    #: Avoid brokers that answered slowly or failed recently (latency fault tolerance).
     send_latency_fault_enable: bool = False
 
 
@@ -432,24 +503,39 @@ class ConsumerConfig:
     ``message_model``: "CLUSTERING" or "BROADCASTING"; ``consume_from_where``: "LAST", "FIRST" or "TIMESTAMP"
     (``consume_timestamp`` as RocketMQ's yyyyMMddHHmmss, empty = 30 minutes ago)."""
 
+    #: Consumer group name.
     group: str = "DEFAULT_CONSUMER"
+    #: CLUSTERING (each message to one member of the group) or BROADCASTING (to every member).
     message_model: str = "CLUSTERING"
+    #: Where a group with no committed offset starts: LAST, FIRST or TIMESTAMP.
     consume_from_where: str = "LAST"
+    #: TIMESTAMP's start, ``yyyyMMddHHmmss``; empty: 30 minutes ago.
     consume_timestamp: str = ""
+    #: Messages asked for per pull.
     pull_batch_size: int = 32
+    #: A queue stops pulling while this many of its messages wait to be consumed.
     pull_threshold_for_queue: int = 1000
+    #: A queue stops pulling while this many bytes of its messages wait to be consumed.
     pull_threshold_size_for_queue: int = 100 * 1024 * 1024
+    #: A queue stops pulling while its waiting messages span more offsets than this.
     consume_concurrently_max_span: int = 2000
+    #: Listener calls running at once.
     consume_thread_max: int = 20
+    #: Messages handed to one listener call.
     consume_message_batch_max_size: int = 1
+    #: Pause after each pull of a queue, seconds.
     pull_interval: float = 0.0
+    #: Pause of a flow-controlled queue before it checks again, seconds.
     flow_control_delay: float = 0.05
+    #: How long the broker may hold a pull that finds nothing, seconds.
     broker_suspend_max_time: float = 15.0
+    #: Timeout of such a held pull on the client side, seconds.
     consumer_timeout_when_suspend: float = 30.0
     #: -1: 16 (the broker's retryMaxTimes).
     max_reconsume_times: int = -1
     #: Local re-consume delay when a send-back fails (Java: 5 s).
     local_retry_delay: float = 5.0
+    #: Pulls carry the subscription expression, and the broker filters by it.
     post_subscription_when_pull: bool = True
     #: MessageListenerOrderly: queue-locked, one batch at a time per queue (timings in ``OrderlyConfig``).
     consume_orderly: bool = False
@@ -463,11 +549,15 @@ class BrokerConfig(RemotingServerConfig):
     keys naming a ``StoreConfig`` field (``storePathRootDir``, ``flushDiskType``, ``fileReservedTime``, ...) go
     to the store config: ``broker_configs_from_mapping`` splits them. Intervals are milliseconds."""
 
+    #: Name of the master/slave set; a master and its slaves share it.
     broker_name: str = "broker-a"
+    #: Cluster the broker registers under.
     broker_cluster_name: str = "DefaultCluster"
+    #: 0 for the master, 1 and up for slaves.
     broker_id: int = 0
     #: Address to bind.
     host: str = "127.0.0.1"
+    #: Port of the remoting server; the HA port defaults to this plus 1.
     listen_port: int = DEFAULT_BROKER_PORT
     #: Advertised IPv4 (offsetMsgId, STOREHOST, name-server registration); empty: the bind host.
     broker_ip1: str = ""
@@ -475,55 +565,82 @@ class BrokerConfig(RemotingServerConfig):
     namesrv_addr: str = ""
     #: brokerIP2: host of the HA address sent to the name servers; empty: the advertised host
     broker_ip2: str = ""
+    #: Region reported in send answers and message traces.
     region_id: str = "DefaultRegion"
+    #: Send answers tell clients to trace (traceOn).
     trace_on: bool = True
+    #: Broker-wide permission: 6 read and write, 4 read only, 2 write only.
     broker_permission: int = 6
+    #: A send to an unknown topic creates it (through the TBW102 template topic).
     auto_create_topic_enable: bool = True
+    #: A consumer group is created on first use.
     auto_create_subscription_group: bool = True
+    #: Queues of an auto-created topic (and of TBW102).
     default_topic_queue_nums: int = 8
+    #: The cluster-name topic is readable and writable.
     cluster_topic_enable: bool = True
+    #: The broker-name topic is readable and writable.
     broker_topic_enable: bool = True
+    #: Create the trace topic (msgTraceTopicName) on this broker.
     trace_topic_enable: bool = False
+    #: Name of the trace topic.
     msg_trace_topic_name: str = "RMQ_SYS_TRACE_TOPIC"
+    #: Refuse transactional (half) messages.
     reject_transaction_message: bool = False
+    #: Tell a group's consumers when its membership changes, so they rebalance at once.
     notify_consumer_ids_changed_enable: bool = True
     #: Async send workers; 1 keeps one global FIFO (sends never wait on I/O in a worker).
     send_message_thread_pool_nums: int = 1
+    #: Sends waiting for a send worker; beyond it SYSTEM_BUSY.
     send_thread_pool_queue_capacity: int = 10_000
+    #: Workers for queries by key and id.
     query_message_thread_pool_nums: int = 4
+    #: Queries waiting for a worker; beyond it SYSTEM_BUSY.
     query_thread_pool_queue_capacity: int = 20_000
+    #: Refuse sends while a put holds the put lock too long (osPageCacheBusyTimeoutMills), and answer sends queued
+    #: longer than waitTimeMillsInSendQueue with SYSTEM_BUSY [TIMEOUT_CLEAN_QUEUE].
     broker_fast_failure_enable: bool = True
+    #: A send queued longer than this, ms, is answered SYSTEM_BUSY [TIMEOUT_CLEAN_QUEUE].
     wait_time_mills_in_send_queue: int = 200
     #: How often queued requests are checked against their wait limit (RocketMQ: 10 ms).
     fast_failure_scan_interval_ms: int = 20
+    #: Hold a pull that finds nothing for the client's suspend time; off: for shortPollingTimeMills.
     long_polling_enable: bool = True
+    #: Hold time of an empty pull when long polling is off, ms.
     short_polling_time_mills: int = 1000
-    #: Upper bound of a pull's hold time, whatever the client asks.
+    #: Upper bound of a pull's hold time, ms, whatever the client asks.
     broker_suspend_max_time_millis: int = 15_000
     #: Most pull requests held at once; beyond it a pull with nothing to return is answered at once.
     max_held_pull_requests: int = 10_000
     #: SYNC_FLUSH sends waiting for their flush before new sends are made to wait in their worker.
     max_pending_flush_acks: int = 20_000
+    #: Period of the full registration with every name server, ms (at most 60 s).
     register_name_server_period: int = 30_000
+    #: Timeout of one registration request, ms.
     register_broker_timeout_mills: int = 6000
+    #: Send the registration body zlib-compressed.
     compressed_register: bool = False
+    #: Periodic registrations send the topic table even when the name server already has its version.
     force_register: bool = True
-    #: A client channel silent this long is dropped (ConsumerManager CHANNEL_EXPIRED_TIMEOUT).
+    #: A client channel silent this long, ms, is dropped (ConsumerManager CHANNEL_EXPIRED_TIMEOUT).
     channel_expired_timeout: int = 120_000
+    #: Period of the scan that drops silent client channels, ms.
     client_channel_scan_interval: int = 10_000
+    #: Period of writing consumerOffset.json, ms.
     flush_consumer_offset_interval: int = 5000
-    #: rocketmq.broker.rebalance.lockMaxLiveTime
+    #: A queue lock (orderly consumption) not renewed for this long, ms, is free again
+    #: (rocketmq.broker.rebalance.lockMaxLiveTime).
     rebalance_lock_max_live_time: int = 60_000
-    # -- delivery (retry/DLQ, schedule, transactions, timer): the DELIVERY helper's additions ------------------
-    #: delayOffset.json persistence period (ScheduleMessageService: 10 s).
+    # -- delivery (retry/DLQ, schedule, transactions, timer) ----------------------------------------------------
+    #: delayOffset.json persistence period, ms (ScheduleMessageService: 10 s).
     flush_delay_offset_interval: int = 10_000
     #: Pause of a schedule level's loop when nothing is due (RocketMQ: 100 ms).
     schedule_poll_interval_ms: int = 100
     #: Perm of a %DLQ% topic created on demand: 6 since 4.9.2 (2 before).
     dlq_topic_perm: int = 6
-    #: Pause between transaction check passes.
+    #: Pause between transaction check passes, ms.
     transaction_check_interval: int = 60_000
-    #: A half message younger than this is not checked (its immunity).
+    #: A half message younger than this, ms, is not checked (its immunity).
     transaction_time_out: int = 6000
     #: Checks of one half message before it is discarded to TRANS_CHECK_MAX_TIME_TOPIC.
     transaction_check_max: int = 15
@@ -531,11 +648,11 @@ class BrokerConfig(RemotingServerConfig):
     timer_enable: bool = True
     #: Farthest accepted deliver time, seconds ahead (30 days); later ones are refused (MESSAGE_ILLEGAL).
     timer_max_delay_sec: int = 30 * 86_400
-    #: Timer wheel tick; a message is due in the tick holding its deliver time.
+    #: Timer wheel tick, ms; a message is due in the tick holding its deliver time.
     timer_precision_ms: int = 100
     #: Seconds covered by one timer bucket file (the wheel's slot span on disk).
     timer_bucket_span_sec: int = 60
-    #: Timer checkpoint (bucket fsync + checkpoint.json) period.
+    #: Timer checkpoint (bucket fsync + checkpoint.json) period, ms.
     timer_flush_interval_ms: int = 500
     #: Parked messages further ahead are re-put (renewed in the commit log) this often; < fileReservedTime.
     timer_roll_window_sec: int = 2 * 86_400
@@ -543,7 +660,8 @@ class BrokerConfig(RemotingServerConfig):
     store_reply_message_enable: bool = True
     #: plain ACL (RocketMQ's PlainAccessValidator): requests must be signed by an account of plain_acl.yml
     acl_enable: bool = False
-    #: where plain_acl.yml is read from; empty: $ROCKETMQ_HOME/conf/plain_acl.yml, else <store root>/conf/plain_acl.yml
+    #: where plain_acl.yml is read from; empty: ``$ROCKETMQ_HOME/conf/plain_acl.yml``, else
+    #: ``<storePathRootDir>/conf/plain_acl.yml``
     acl_file: str = ""
     #: SQL92 property filters (expressionType SQL92) on pull and heartbeat
     enable_property_filter: bool = False

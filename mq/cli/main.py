@@ -57,7 +57,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "exportMetrics": ("mq.cli.export_admin:export_metrics", "Export a cluster's runtime metrics to JSON."),
     "trace": ("mq.cli.trace:trace", "Message trace: follow one message's path (mq trace -i MSGID)."),
     "store": ("mq.cli.store:store", "Verify or print a store directory offline (no broker needed)."),
-    "dlq": ("mq.cli.dlq:dlq", "Dead letters of a consumer group: list, resend."),  # DELIVERY helper
+    "dlq": ("mq.cli.dlq:dlq", "Dead letters of a consumer group: list, resend."),
     "wipeWritePerm": ("mq.cli.namesrv_admin:wipe_write_perm", "Take write permission away from a broker on the name servers."),
     "addWritePerm": ("mq.cli.namesrv_admin:add_write_perm", "Give a broker its write permission back on the name servers."),
     "updateKvConfig": ("mq.cli.namesrv_admin:update_kv_config", "Create or update a name server KV config entry."),

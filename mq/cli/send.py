@@ -59,7 +59,7 @@ def client_config(obj, **kw):
 @click.option("--size", type=click.IntRange(min=1), default=None, help="Generated body size in bytes.")
 @click.option("--property", "props", multiple=True, metavar="K=V", help="User property (repeatable).")
 @click.option("--delay-level", type=click.IntRange(min=0, max=18), default=0, help="Delay level (1-18).")
-# delivery options (DELIVERY helper; parsing in mq/cli/delivery_options.py)
+# delivery options (parsing in mq/cli/delivery_options.py)
 @click.option("--delay", default=None, metavar="DURATION", help="Arbitrary delay: 90s, 5m, 1h30m, 2d (<= 30 d).")
 @click.option("--deliver-at", default=None, metavar="TIME", help="Deliver at: epoch ms or ISO 8601 time.")
 @click.option("--transaction", type=click.Choice(["commit", "rollback", "unknown"]), default=None,

@@ -106,7 +106,8 @@ def waits_for_flush(msg: MessageExtBrokerInner) -> bool:
 class CommitLog:
     def __init__(self, directory: Path, file_size: int, store_host: tuple[str, int], *,
                  max_message_size: int = 4 * 1024 * 1024, delay_levels_ms: list[int] | None = None) -> None:
-        self.queue = MappedFileQueue(Path(directory), file_size, reserve_step=CL_RESERVE_STEP)
+        self.queue = MappedFileQueue(Path(directory), file_size, reserve_step=CL_RESERVE_STEP,
+                                     size_key="mappedFileSizeCommitLog")
         self.file_size = file_size
         self.store_host = pack_host(*store_host)
         self.max_message_size = max_message_size

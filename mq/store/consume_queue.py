@@ -48,7 +48,8 @@ class ConsumeQueue:
         self.topic = topic
         self.queue_id = queue_id
         self.file_size = file_size
-        self.queue = MappedFileQueue(Path(root) / topic / str(queue_id), file_size, reserve_step=CQ_RESERVE_STEP)
+        self.queue = MappedFileQueue(Path(root) / topic / str(queue_id), file_size, reserve_step=CQ_RESERVE_STEP,
+                                     size_key="mappedFileSizeConsumeQueue")
         #: End (offset + size) of the last unit's record; -1 when empty.
         self.max_physic_offset = -1
         #: Byte position of the first valid unit.

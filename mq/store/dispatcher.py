@@ -33,7 +33,7 @@ OnDispatch = Callable[[str, int, int, int], None]
 _ROLLBACK = SF.TRANSACTION_ROLLBACK_TYPE
 
 
-class IndexLike(Protocol):  # the INDEX helper's IndexService
+class IndexLike(Protocol):  # mq.store.index_service.IndexService
     def build_index(self, topic: str, keys: str | None, uniq_key: str | None, phy_offset: int,
                     store_timestamp: int) -> None: ...
 

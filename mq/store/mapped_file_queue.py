@@ -17,9 +17,11 @@ log = logging.getLogger(__name__)
 
 
 class MappedFileQueue:
-    def __init__(self, directory: Path, file_size: int, *, reserve_step: int = 0) -> None:
+    def __init__(self, directory: Path, file_size: int, *, reserve_step: int = 0, size_key: str = "") -> None:
         self.directory = Path(directory)
         self.file_size = file_size
+        #: the config key (RocketMQ's spelling) that sets ``file_size``, named when a segment on disk differs
+        self.size_key = size_key
         #: ``MappedFile.reserve_step`` of every segment (0: segments are reserved whole)
         self.reserve_step = reserve_step
         self.files: list[MappedFile] = []
@@ -32,6 +34,7 @@ class MappedFileQueue:
         if not self.directory.is_dir():
             return
         names = []
+        sizes: dict[str, int] = {}
         for entry in os.scandir(self.directory):
             if not entry.is_file():
                 continue
@@ -42,12 +45,35 @@ class MappedFileQueue:
                 log.warning("ignoring non-segment file %s", entry.path)
                 continue
             names.append(entry.name)
+            sizes[entry.name] = entry.stat().st_size
         names.sort(key=int)
+        self._check_sizes(names, sizes)
         files = [MappedFile(self.directory / n, self.file_size, reserve_step=self.reserve_step) for n in names]
         for f in files:
             # Positions start at "full"; recovery moves the tail back.
             f.wrote_position = f.flushed_position = self.file_size
         self.files = files
+
+    def _check_sizes(self, names: list[str], sizes: dict[str, int]) -> None:
+        """Refuse segments of another size before mapping any, naming the setting that fixes the size."""
+        wrong = [n for n in names if sizes[n] != self.file_size]
+        if not wrong or not self.size_key:
+            return  # MappedFile checks the size too (without a setting to name)
+        first = self.directory / wrong[0]
+        found = {sizes[n] for n in names}
+        head = f"{first} is {sizes[wrong[0]]} bytes, but {self.size_key} is {self.file_size} and every segment " \
+               f"must be exactly that size"
+        if len(found) == 1 and sizes[wrong[0]] > 0:
+            size = sizes[wrong[0]]
+            alone = " (it is the only one: it may also be damaged)" if len(names) == 1 else ""
+            raise StoreError(
+                f"{head}. Every segment in {self.directory} is {size} bytes{alone}: a store written with another "
+                f"segment size (e.g. by a RocketMQ broker configured so) opens with {self.size_key}: {size} in "
+                f"the broker's config")
+        raise StoreError(
+            f"{head}; {len(wrong)} of the {len(names)} segments in {self.directory} differ "
+            f"({', '.join(str(x) for x in sorted(found))} bytes found): a segment is damaged or was copied from "
+            f"another store")
 
     # -- geometry ----------------------------------------------------------------------------------------
     @property

@@ -382,8 +382,7 @@ class MessageStore:
         """Append one message and wait as the flush mode requires (``put_messages`` of one message).
 
         Under ASYNC_FLUSH this is ``_put`` without its batch and SYNC_FLUSH cases, inline: the hot path of
-        every send there, one frame of glue around the commit log's encoder and writer and the dispatcher
-        (docs/performance.md, nineteenth session)."""
+        every send there, one frame of glue around the commit log's encoder and writer and the dispatcher."""
         if self.group_commit is not None:
             res, group = self._put((msg,))
             return res if group is None else self._wait(res, group)

@@ -25,7 +25,7 @@ Two ways, chosen at start:
     CommitLog.append (put lock held)  if pos + size > mf.zeroing_from: wait_until_clear(mf)
 
   The zero pages are dirty and are written back as well, which on a 2-core machine whose other core is busy
-  cost the broker more CPU than the page faults it saved (docs/performance.md, second session).
+  cost the broker more CPU than the page faults it saved.
 
 Only the last segment is warmed (retention never deletes it) and the thread stops before the log closes. A
 failed chunk (a full disk, an I/O error) stops warming for that segment and is logged once; puts go on as before.

@@ -75,7 +75,7 @@ class BrokerController:
         self.client_processor: Any = None
         self.query_processor: Any = None
         self.lock_processor: Any = None
-        # delivery services (DELIVERY helper): delay levels, transactions, arbitrary delay; built in start()
+        # delivery services: delay levels, transactions, arbitrary delay; built in start()
         self.schedule_service: Any = None
         self.transaction_service: Any = None
         self.timer_service: Any = None
@@ -175,7 +175,7 @@ class BrokerController:
             self.offsets.load()
             from mq.daemon.broker.processors import register_all
 
-            self._make_delivery_services()  # DELIVERY helper: before the processors, which use them
+            self._make_delivery_services()  # before the processors, which use them
             register_all(self)
             await self._start_ha()
         except BaseException:
@@ -190,7 +190,7 @@ class BrokerController:
                                                        self._persist_offsets, "offset persistence")),
                        loop.create_task(self._periodic(self.config.client_channel_scan_interval,
                                                        self.scan_clients, "client channel scan"))]
-        self._start_delivery_services()  # DELIVERY helper
+        self._start_delivery_services()
         self._started = True
         ok = await self.registrar.register_all(force=True)
         self.registrar.start()
@@ -228,7 +228,7 @@ class BrokerController:
                 await asyncio.wait_for(self.registrar.unregister_all(), 3.0)
         await self.registrar.stop()
         await self.fast_failure.stop()
-        await self._stop_delivery_services()  # DELIVERY helper: before the store shuts down
+        await self._stop_delivery_services()  # before the store shuts down
         await cancel_tasks(*self._tasks)
         self._tasks = []
         if self.hold_service is not None:
@@ -292,7 +292,7 @@ class BrokerController:
         if self.ha is not None and ha_server_addr and len(self.store_config.ha_master_address) < 6:
             self.ha.update_master_address(ha_server_addr)
 
-    # -- delivery services (DELIVERY helper) ----------------------------------------------------------------
+    # -- delivery services -----------------------------------------------------------------------------------
     def _make_delivery_services(self) -> None:
         from mq.daemon.broker.schedule import ScheduleMessageService
         from mq.daemon.broker.timer import TimerMessageService

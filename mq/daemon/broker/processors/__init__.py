@@ -29,7 +29,7 @@ def register_all(controller: "BrokerController") -> None:
     for p in (controller.send_processor, controller.pull_processor, controller.client_processor,
               controller.query_processor, controller.lock_processor):
         p.register(server)
-    # DELIVERY helper: CONSUMER_SEND_MSG_BACK (36) and END_TRANSACTION (37)
+    # CONSUMER_SEND_MSG_BACK (36) and END_TRANSACTION (37)
     from mq.daemon.broker.processors.end_transaction import EndTransactionProcessor
     from mq.daemon.broker.processors.send_back import SendBackProcessor
 
@@ -47,7 +47,7 @@ def register_all(controller: "BrokerController") -> None:
 
     controller.reply_processor = ReplyProcessor(controller)
     controller.reply_processor.register(server)
-    from mq.daemon.broker.processors import admin  # the admin helper's module; missing is an error
+    from mq.daemon.broker.processors import admin  # missing is an error
     from mq.daemon.broker.processors import admin_acl, admin_queues, admin_stats
 
     admin.register(controller)

@@ -348,7 +348,7 @@ class SendProcessor:
         msg = MessageExtBrokerInner(topic=topic, body=body, flag=h.flag, properties=props, queue_id=queue_id,
                                     sys_flag=sys_flag, born_timestamp=h.born_timestamp, born_host=born,
                                     reconsume_times=reconsume, properties_string=stored_s)
-        # arbitrary-delay hook (DELIVERY helper, mq/daemon/broker/timer): park a future deliver time in the timer
+        # arbitrary-delay hook (mq/daemon/broker/timer): park a future deliver time in the timer
         timer = c.timer_service
         if timer is not None and topic != T.TRANS_HALF_TOPIC and timer.wants(props):
             err = timer.intercept(msg)
