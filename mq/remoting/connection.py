@@ -80,6 +80,10 @@ class Dispatcher(Protocol):
     def dispatch(self, conn: "Connection", cmd: RemotingCommand) -> None: ...
 
 
+def _nothing_buffered() -> int:
+    return 0
+
+
 def format_addr(peer: Any) -> str:
     """A socket address tuple (IPv4 or IPv6) as RocketMQ's ``ip:port`` text."""
     if isinstance(peer, tuple) and len(peer) >= 2:
@@ -140,6 +144,7 @@ class Connection(FlowControl, asyncio.Protocol):
         self._counted_output = 0
         self._counted_partial = 0
         self._stall_mark = 0
+        self._transport_buffered: Callable[[], int] = _nothing_buffered
 
     # ------------------------------------------------------------------------------------------
     # asyncio.Protocol
@@ -155,6 +160,11 @@ class Connection(FlowControl, asyncio.Protocol):
                                               self._climits.write_low_water)
         except (AttributeError, NotImplementedError):  # pragma: no cover - exotic transports
             pass
+        try:
+            transport.get_write_buffer_size()  # type: ignore[attr-defined]
+            self._transport_buffered = transport.get_write_buffer_size  # type: ignore[attr-defined]
+        except (AttributeError, NotImplementedError):  # a transport that keeps no buffer of its own
+            self._transport_buffered = _nothing_buffered
         if self._on_open is not None:
             self._on_open(self)
 
@@ -206,16 +216,23 @@ class Connection(FlowControl, asyncio.Protocol):
     def _handle(self, cmds: list[RemotingCommand]) -> None:
         pending = self._pending
         dispatcher = self._dispatcher
-        gated = self._budget is not None
+        budget = self._budget
+        gated = budget is not None
+        # The output check, inlined for the common case far below the mark (``_may_dispatch`` decides otherwise).
+        high = self._climits.write_high_water
+        tbuf = self._transport_buffered() if gated else 0
         for i, cmd in enumerate(cmds):
             if cmd.flag & FLAG_RESPONSE:
                 self._complete(pending, cmd)
             elif self.closed:  # a handler closed the connection: drop the rest of the read
                 break
             elif dispatcher is not None:
-                if gated and not self._may_dispatch():
-                    self._hold(cmds, i)
-                    return
+                if gated and (budget.over or self._write_blocked  # type: ignore[union-attr]
+                              or len(self._wbuf) + tbuf + self._inflight_bytes >= high):
+                    if not self._may_dispatch():
+                        self._hold(cmds, i)
+                        return
+                    tbuf = self._transport_buffered()
                 dispatcher.dispatch(self, cmd)
             else:
                 self.reply(cmd, cmd.response(_REQUEST_CODE_NOT_SUPPORTED,

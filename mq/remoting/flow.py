@@ -22,6 +22,7 @@ import asyncio
 import logging
 import time
 from collections import deque
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from mq.config import ConnectionLimits
@@ -64,6 +65,7 @@ class FlowControl:
     _resume_scheduled: bool
     _counted_output: int
     _stall_mark: int
+    _transport_buffered: Callable[[], int]
 
     # -- what the dispatcher and the server read ---------------------------------------------------
     @property
@@ -93,8 +95,7 @@ class FlowControl:
     @property
     def pending_output(self) -> int:
         """Bytes written and not yet taken by the socket (our buffer plus the transport's)."""
-        transport = self.transport
-        return len(self._wbuf) + (transport.get_write_buffer_size() if transport is not None else 0)
+        return len(self._wbuf) + (self._transport_buffered() if self.transport is not None else 0)
 
     @property
     def output_full(self) -> bool:
