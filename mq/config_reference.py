@@ -48,7 +48,16 @@ def yaml_key(field_name: str, aliases: dict[str, str]) -> str:
 
 
 def field_comments(cls: type) -> dict[str, str]:
-    """Field name -> the text of the ``#:`` lines directly above it in the class's source."""
+    """Field name -> the text of the ``#:`` lines directly above it in the source of the class that declares it
+    (the class itself or a dataclass it inherits from, such as ``RemotingServerConfig``)."""
+    out: dict[str, str] = {}
+    for klass in reversed(cls.__mro__):
+        if dataclasses.is_dataclass(klass) and klass.__module__ == cls.__module__:
+            out.update(_own_field_comments(klass))
+    return out
+
+
+def _own_field_comments(cls: type) -> dict[str, str]:
     source = inspect.getsource(sys.modules[cls.__module__])
     lines = source.splitlines()
     for node in ast.parse(source).body:

@@ -35,6 +35,15 @@ class RemoteProtocolError(ProtocolError):
     """The peer sent bytes that are not a valid RocketMQ frame or header."""
 
 
+class HeaderFieldError(RemoteProtocolError):
+    """A request header field is missing or does not parse as its Java type; ``field`` is its wire name."""
+
+    def __init__(self, message: str, *, header: str = "", field: str = "") -> None:
+        super().__init__(message)
+        self.header = header
+        self.field = field
+
+
 class RemotingError(MQError):
     """The transport failed: connect, send, or receive."""
 
@@ -59,6 +68,10 @@ class RequestTimeoutError(RemotingTimeoutError):
 
 class ConnectionClosedError(RemotingError):
     """The connection closed while a request was pending."""
+
+
+class ConnectionBusyError(RemotingError):
+    """A request to a peer was not sent: the peer has not read what was already sent to it."""
 
 
 class InvalidTopicError(MQError):

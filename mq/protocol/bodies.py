@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar
 
 from mq.common.fastjson import ObjectKey, dumps, loads
+from mq.common.javanum import INT64_MAX, INT64_MIN, parse_java_int
 from mq.common.message import MessageQueue
 from mq.errors import RemoteProtocolError
 from mq.protocol.codes import LanguageCode
@@ -94,7 +95,7 @@ def _dec_int(v: Any) -> int:
         return v
     if isinstance(v, str):
         try:
-            return int(v.strip())
+            return parse_java_int(v, INT64_MIN, INT64_MAX)
         except ValueError:
             raise _bad("expected an integer", v) from None
     if isinstance(v, float) and v.is_integer():
@@ -334,7 +335,8 @@ class TopicConfig(JsonBody):
         if len(parts) != 5 or parts[4] not in ("SINGLE_TAG", "MULTI_TAG"):
             raise RemoteProtocolError(f"bad compressed topic config {text[:80]!r}")
         try:
-            return cls(parts[0], int(parts[1]), int(parts[2]), int(parts[3]), parts[4])
+            return cls(parts[0], parse_java_int(parts[1]), parse_java_int(parts[2]), parse_java_int(parts[3]),
+                       parts[4])
         except ValueError:
             raise RemoteProtocolError(f"bad compressed topic config {text[:80]!r}") from None
 

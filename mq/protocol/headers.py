@@ -7,11 +7,16 @@ pull request/response) are slotted but not frozen, for speed: treat them as immu
 
 - ``to_ext()`` -> ``dict[str, str]``: every value text, booleans ``"true"``/``"false"``, ``None`` fields left out
   (what Java and the C++ client's response decoders expect).
-- ``from_ext(ext)`` is tolerant of what the three clients send: numbers as text or as JSON numbers (the codec
-  already turned them into text), booleans as ``"true"``/``"false"`` or the C++ client's ``"1"``/``"0"``
-  (``"1"`` is read as true: Java reads it as false, which breaks C++ batches, PROTOCOL.md §4.1.2), an empty string
-  for a non-string field means "absent" (Java's binary header turns ``""`` into null), unknown keys ignored.
-  A missing required field, or a number that does not parse, raises ``RemoteProtocolError`` naming the field.
+- ``from_ext(ext)`` reads what the three clients send, with Java's rules (``RemotingCommand
+  .decodeCommandCustomHeader``): an ``int``/``Long`` field must be what ``Integer.parseInt``/``Long.parseLong``
+  accept -- an optional ``+``/``-`` and decimal digits, nothing else (no spaces, no ``_``, no ``0x``), within
+  the 32-bit (``Int``, the default for ``int``) or 64-bit (``Long``) range -- numbers sent as JSON numbers
+  arrive as their text (the codec's job). Booleans follow ``Boolean.parseBoolean`` (``"true"`` in any case is
+  true, anything else false) except that the C++ client's ``"1"`` is also true (Java reads it as false, which
+  breaks C++ batches, PROTOCOL.md §4.1.2). An empty string for a non-string field means "absent" (Java's binary
+  header turns ``""`` into null); unknown keys are ignored. A missing required field, or a number that does not
+  parse, raises ``HeaderFieldError`` (a ``RemoteProtocolError``) in Java's words: ``the custom field <queueId>
+  is null``; the dispatcher answers it SYSTEM_ERROR with that text.
 
 A field without a default is required (Java ``@CFNotNull``). ``FIELDS`` lists each class's fields
 (attribute, wire name, type, required, default); ``from_ext``/``to_ext`` are generated from it once per class as
@@ -22,14 +27,24 @@ straight-line code, so the per-message ones (``SendMessageRequestHeaderV2.from_e
 from __future__ import annotations
 
 import dataclasses
+import types
 import typing
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
-from mq.errors import RemoteProtocolError
+from mq.common.javanum import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN, parse_java_int
+from mq.errors import HeaderFieldError
 from mq.protocol.codes import RequestCode
 
 _TRUE = frozenset(("true", "1", "TRUE", "True"))
+
+
+class _JavaLong:
+    """Marks an ``int`` header field that is a Java ``long``/``Long`` (64-bit); plain ``int`` is Java ``int``."""
+
+
+#: A header field of Java type ``long``/``Long``.
+Long = Annotated[int, _JavaLong]
 
 
 class HeaderField(typing.NamedTuple):
@@ -38,6 +53,7 @@ class HeaderField(typing.NamedTuple):
     kind: type  # str, int, bool or float
     required: bool
     default: Any
+    long: bool = False  # an int field that is a Java long
 
 
 def _text(v: Any) -> str:
@@ -55,12 +71,32 @@ def _camel(name: str) -> str:
     return head + "".join(p[:1].upper() + p[1:] for p in rest)
 
 
-def _missing(cls: type, wire: str) -> RemoteProtocolError:
-    return RemoteProtocolError(f"{cls.__name__}: required field {wire!r} is missing")
+def _missing(cls: type, wire: str) -> HeaderFieldError:
+    return HeaderFieldError(f"the custom field <{wire}> is null", header=cls.__name__, field=wire)
 
 
-def _not_a_number(cls: type, wire: str, v: Any) -> RemoteProtocolError:
-    return RemoteProtocolError(f"{cls.__name__}: field {wire!r} is not a number: {str(v)[:40]!r}")
+def _int_field(cls: type, wire: str, v: Any, long: bool) -> int:
+    """The slow path of an int/long field: exact Java syntax and range, or ``HeaderFieldError``."""
+    lo, hi = (INT64_MIN, INT64_MAX) if long else (INT32_MIN, INT32_MAX)
+    try:
+        if type(v) is str:
+            return parse_java_int(v, lo, hi)
+        if type(v) is int and lo <= v <= hi:  # a dict built in Python rather than decoded
+            return v
+    except ValueError:
+        pass
+    raise HeaderFieldError(f"the custom field <{wire}> is not {'a long' if long else 'an int'}: {str(v)[:40]!r}",
+                           header=cls.__name__, field=wire)
+
+
+def _float_field(cls: type, wire: str, v: Any) -> float:
+    if type(v) is str and "_" not in v:
+        try:
+            return float(v)
+        except ValueError:
+            pass
+    raise HeaderFieldError(f"the custom field <{wire}> is not a double: {str(v)[:40]!r}", header=cls.__name__,
+                           field=wire)
 
 
 class Header:
@@ -83,17 +119,21 @@ class Header:
 
 
 def _fields(cls: type) -> tuple[HeaderField, ...]:
-    hints = typing.get_type_hints(cls)
+    hints = typing.get_type_hints(cls, include_extras=True)
     out = []
     for f in dataclasses.fields(cls):
         tp = hints[f.name]
-        if typing.get_origin(tp) is not None:  # X | None
+        if typing.get_origin(tp) in (typing.Union, types.UnionType):  # X | None
             tp = next(a for a in typing.get_args(tp) if a is not type(None))
+        long = False
+        if typing.get_origin(tp) is Annotated:
+            long = _JavaLong in tp.__metadata__
+            tp = typing.get_args(tp)[0]
         if tp not in (str, int, bool, float):
             raise TypeError(f"{cls.__name__}.{f.name}: unsupported header type {tp!r}")
         required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
         out.append(HeaderField(f.name, cls.WIRE_NAMES.get(f.name) or _camel(f.name), tp, required,
-                               None if required else f.default))
+                               None if required else f.default, long))
     return tuple(out)
 
 
@@ -101,7 +141,8 @@ def _compile(cls: type) -> None:
     """Generate straight-line ``from_ext``/``to_ext`` for ``cls`` (as ``dataclasses`` does for ``__init__``):
     a loop over the fields costs about 0.5 µs per field, the unrolled code a fraction of that."""
     fields = _fields(cls)
-    ns: dict[str, Any] = {"_missing": _missing, "_not_a_number": _not_a_number, "_TRUE": _TRUE, "_text": _text}
+    ns: dict[str, Any] = {"_missing": _missing, "_int_field": _int_field, "_float_field": _float_field,
+                          "_TRUE": _TRUE, "_text": _text}
     dec = ["def from_ext(cls, ext):", "    g = (ext or {}).get"]
     enc = ["def to_ext(self):", "    out = {}"]
     for i, f in enumerate(fields):
@@ -115,10 +156,13 @@ def _compile(cls: type) -> None:
             dec += ["    if v is None or v == '':", f"        {absent}", "    else:"]
             if f.kind is bool:
                 dec.append(f"        a{i} = v is True or v in _TRUE or str(v).lower() == 'true'")
+            elif f.kind is int:
+                # Fast path: plain digits short enough to be in range (9 for an int, 18 for a long).
+                short = 18 if f.long else 9
+                dec += [f"        if type(v) is str and len(v) <= {short} and v.isdecimal(): a{i} = int(v)",
+                        f"        else: a{i} = _int_field(cls, {w}, v, {f.long})"]
             else:
-                conv = "int" if f.kind is int else "float"
-                dec += ["        try:", f"            a{i} = {conv}(v)", "        except (TypeError, ValueError):",
-                        f"            raise _not_a_number(cls, {w}, v) from None"]
+                dec.append(f"        a{i} = _float_field(cls, {w}, v)")
         expr = {str: "v if type(v) is str else _text(v)", int: "str(v) if type(v) is int else _text(v)",
                 bool: "'true' if v else 'false'", float: "str(v)"}[f.kind]
         enc += [f"    v = self.{f.attr}", f"    if v is not None: out[{w}] = {expr}"]
@@ -193,7 +237,7 @@ class SendMessageRequestHeader(Header):
     default_topic_queue_nums: int
     queue_id: int
     sys_flag: int
-    born_timestamp: int
+    born_timestamp: Long
     flag: int
     properties: str | None = None
     reconsume_times: int | None = None
@@ -219,7 +263,7 @@ class SendMessageRequestHeaderV2(Header):
     default_topic_queue_nums: int
     queue_id: int
     sys_flag: int
-    born_timestamp: int
+    born_timestamp: Long
     flag: int
     properties: str | None = None
     reconsume_times: int | None = None
@@ -240,7 +284,7 @@ class SendMessageRequestHeaderV2(Header):
 class SendMessageResponseHeader(Header):
     msg_id: str
     queue_id: int
-    queue_offset: int
+    queue_offset: Long
     transaction_id: str | None = None
     msg_region: str | None = None
     trace_on: bool | None = None
@@ -255,22 +299,22 @@ class PullMessageRequestHeader(Header):
     consumer_group: str
     topic: str
     queue_id: int
-    queue_offset: int
+    queue_offset: Long
     max_msg_nums: int
     sys_flag: int
-    commit_offset: int
-    suspend_timeout_millis: int
-    sub_version: int
+    commit_offset: Long
+    suspend_timeout_millis: Long
+    sub_version: Long
     subscription: str | None = None
     expression_type: str | None = None
 
 
 @_hot_header
 class PullMessageResponseHeader(Header):
-    suggest_which_broker_id: int
-    next_begin_offset: int
-    min_offset: int
-    max_offset: int
+    suggest_which_broker_id: Long
+    next_begin_offset: Long
+    min_offset: Long
+    max_offset: Long
 
 
 # ---------------------------------------------------------------------------------------------
@@ -285,7 +329,7 @@ class QueryConsumerOffsetRequestHeader(Header):
 
 @_header
 class QueryConsumerOffsetResponseHeader(Header):
-    offset: int
+    offset: Long
 
 
 @_header
@@ -293,7 +337,7 @@ class UpdateConsumerOffsetRequestHeader(Header):
     consumer_group: str
     topic: str
     queue_id: int
-    commit_offset: int
+    commit_offset: Long
 
 
 @_header
@@ -304,7 +348,7 @@ class GetMaxOffsetRequestHeader(Header):
 
 @_header
 class GetMaxOffsetResponseHeader(Header):
-    offset: int
+    offset: Long
 
 
 @_header
@@ -315,19 +359,19 @@ class GetMinOffsetRequestHeader(Header):
 
 @_header
 class GetMinOffsetResponseHeader(Header):
-    offset: int
+    offset: Long
 
 
 @_header
 class SearchOffsetRequestHeader(Header):
     topic: str
     queue_id: int
-    timestamp: int
+    timestamp: Long
 
 
 @_header
 class SearchOffsetResponseHeader(Header):
-    offset: int
+    offset: Long
 
 
 @_header
@@ -338,12 +382,12 @@ class GetEarliestMsgStoretimeRequestHeader(Header):
 
 @_header
 class GetEarliestMsgStoretimeResponseHeader(Header):
-    timestamp: int
+    timestamp: Long
 
 
 @_header
 class ViewMessageRequestHeader(Header):
-    offset: int
+    offset: Long
 
 
 @_header
@@ -351,16 +395,16 @@ class QueryMessageRequestHeader(Header):
     topic: str
     key: str
     max_num: int
-    begin_timestamp: int
-    end_timestamp: int
+    begin_timestamp: Long
+    end_timestamp: Long
     unique_key_query: bool | None = None
     WIRE_NAMES: ClassVar[dict[str, str]] = {"unique_key_query": "_UNIQUE_KEY_QUERY"}
 
 
 @_header
 class QueryMessageResponseHeader(Header):
-    index_last_update_timestamp: int
-    index_last_update_phyoffset: int
+    index_last_update_timestamp: Long
+    index_last_update_phyoffset: Long
 
 
 # ---------------------------------------------------------------------------------------------
@@ -383,7 +427,7 @@ class GetConsumerListByGroupRequestHeader(Header):
 
 @_header
 class ConsumerSendMsgBackRequestHeader(Header):
-    offset: int
+    offset: Long
     group: str
     delay_level: int
     origin_msg_id: str | None = None
@@ -395,8 +439,8 @@ class ConsumerSendMsgBackRequestHeader(Header):
 @_header
 class EndTransactionRequestHeader(Header):
     producer_group: str
-    tran_state_table_offset: int
-    commit_log_offset: int
+    tran_state_table_offset: Long
+    commit_log_offset: Long
     commit_or_rollback: int
     msg_id: str
     from_transaction_check: bool = False
@@ -422,8 +466,8 @@ class ResumeCheckHalfMessageRequestHeader(Header):
 
 @_header
 class CheckTransactionStateRequestHeader(Header):
-    tran_state_table_offset: int
-    commit_log_offset: int
+    tran_state_table_offset: Long
+    commit_log_offset: Long
     msg_id: str | None = None
     transaction_id: str | None = None
     offset_msg_id: str | None = None
@@ -449,7 +493,7 @@ class RegisterBrokerRequestHeader(Header):
     broker_addr: str
     cluster_name: str
     ha_server_addr: str
-    broker_id: int
+    broker_id: Long
     compressed: bool = False
     body_crc32: int = 0
 
@@ -465,7 +509,7 @@ class UnregisterBrokerRequestHeader(Header):
     broker_name: str
     broker_addr: str
     cluster_name: str
-    broker_id: int
+    broker_id: Long
 
 
 @_header
@@ -473,7 +517,7 @@ class QueryDataVersionRequestHeader(Header):
     broker_name: str
     broker_addr: str
     cluster_name: str
-    broker_id: int
+    broker_id: Long
 
 
 @_header
@@ -594,7 +638,7 @@ class ResetOffsetRequestHeader(Header):
 
     topic: str
     group: str
-    timestamp: int
+    timestamp: Long
     is_force: bool
 
 
@@ -649,7 +693,7 @@ class QueryConsumeQueueRequestHeader(Header):
 
     topic: str | None = None
     queue_id: int = 0
-    index: int = 0
+    index: Long = 0
     count: int = 0
     consumer_group: str | None = None
 
@@ -687,11 +731,11 @@ class ReplyMessageRequestHeader(Header):
     default_topic_queue_nums: int
     queue_id: int
     sys_flag: int
-    born_timestamp: int
+    born_timestamp: Long
     flag: int
     born_host: str
     store_host: str
-    store_timestamp: int
+    store_timestamp: Long
     properties: str | None = None
     reconsume_times: int | None = None
     unit_mode: bool = False

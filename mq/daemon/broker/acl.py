@@ -325,16 +325,22 @@ def required_resources(cmd: RemotingCommand) -> dict[str, Perm]:
     elif code == R.QUERY_MESSAGE:
         need[str(f.get("topic"))] = Perm.SUB
     elif code == R.HEART_BEAT:
-        heartbeat = HeartbeatData.from_json(cmd.body or b"{}")
-        for consumer in heartbeat.consumer_data_set:
-            need[RETRY_PREFIX + consumer.group_name] = Perm.SUB
-            for sub in consumer.subscription_data_set:
-                need[sub.topic] = Perm.SUB
+        need.update(heartbeat_resources(HeartbeatData.from_json(cmd.body or b"{}")))
     elif code in (R.UNREGISTER_CLIENT, R.GET_CONSUMER_LIST_BY_GROUP):
         need[RETRY_PREFIX + str(f.get("consumerGroup"))] = Perm.SUB
     elif code == R.UPDATE_CONSUMER_OFFSET:
         need[RETRY_PREFIX + str(f.get("consumerGroup"))] = Perm.SUB
         need[str(f.get("topic"))] = Perm.SUB
+    return need
+
+
+def heartbeat_resources(heartbeat: HeartbeatData) -> dict[str, Perm]:
+    """What a heartbeat needs: SUB on each consumer group (its retry topic) and each subscribed topic."""
+    need: dict[str, Perm] = {}
+    for consumer in heartbeat.consumer_data_set:
+        need[RETRY_PREFIX + consumer.group_name] = Perm.SUB
+        for sub in consumer.subscription_data_set:
+            need[sub.topic] = Perm.SUB
     return need
 
 
@@ -408,14 +414,17 @@ class PlainAccessValidator:
                  len(config.global_white))
         return True
 
-    def check(self, remote_addr: str, cmd: RemotingCommand) -> str | None:
-        reason = self._check(remote_addr, cmd)
+    def check(self, remote_addr: str, cmd: RemotingCommand, need: dict[str, Perm] | None = None) -> str | None:
+        """Why ``cmd`` is refused, or None. ``need`` (the resources it needs) when the caller decoded them
+        already: a large heartbeat is checked for its account and signature first, and for its resources once
+        decoded off the event loop. Refusals are counted by kind (``refusals``, for metrics)."""
+        reason = self._check(remote_addr, cmd, need)
         if reason is not None:
             kind = refusal_kind(reason)
             self.refusals[kind] = self.refusals.get(kind, 0) + 1
         return reason
 
-    def _check(self, remote_addr: str, cmd: RemotingCommand) -> str | None:
+    def _check(self, remote_addr: str, cmd: RemotingCommand, need: dict[str, Perm] | None = None) -> str | None:
         self.reload_if_changed()
         config = self.config
         ip = client_ip(remote_addr)
@@ -431,10 +440,11 @@ class PlainAccessValidator:
             return f"No acl config for {access_key}"
         if account.white(ip):
             return None
-        try:
-            need = required_resources(cmd)
-        except Exception as exc:  # a body the validator cannot read is refused, as Java's parse fails
-            return f"cannot read the request to check its permissions: {exc}"
+        if need is None:
+            try:
+                need = required_resources(cmd)
+            except Exception as exc:  # a body the validator cannot read is refused, as Java's parse fails
+                return f"cannot read the request to check its permissions: {exc}"
         if not signature_matches(fields, cmd.body, account.secret_key):
             return f"Check signature failed for accessKey={access_key}"
         if need.get(TRACE_TOPIC) == Perm.PUB:

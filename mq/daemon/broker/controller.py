@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from mq.config import BrokerConfig, ConnectionLimits, ProcessorLimits, StoreConfig
+from mq.config import BrokerConfig, ProcessorLimits, StoreConfig
 from mq.daemon.broker.client_manager import ConsumerManager, ProducerManager
 from mq.daemon.broker.flow_control import QUERY_GROUP, SEND_GROUP, FastFailure
 from mq.daemon.broker.long_polling import LoopPoster, PullHoldService
@@ -53,9 +53,8 @@ class BrokerController:
     def __init__(self, config: BrokerConfig, *, store_config: StoreConfig | None = None) -> None:
         self.config = config
         self.store_config = store_config or StoreConfig()
-        self.server = RemotingServer(
-            config.host, config.listen_port, limits=config.frame_limits, name="broker",
-            connection_limits=ConnectionLimits(idle_timeout=float(config.server_channel_max_idle_time_seconds)))
+        self.server = RemotingServer(config.host, config.listen_port, limits=config.frame_limits, name="broker",
+                                     connection_limits=config.connection_limits)
         self.server.configure_group(SEND_GROUP, ProcessorLimits(max(1, config.send_message_thread_pool_nums),
                                                                 config.send_thread_pool_queue_capacity))
         self.server.configure_group(QUERY_GROUP, ProcessorLimits(max(1, config.query_message_thread_pool_nums),
@@ -149,7 +148,9 @@ class BrokerController:
         validator = self.acl = PlainAccessValidator(path)
 
         def refuse(conn, cmd):
-            reason = validator.check(conn.remote_addr, cmd)
+            # A large heartbeat's resources are checked once it is decoded off the loop (ClientProcessor).
+            deferred = {} if cmd.code == RequestCode.HEART_BEAT and self.server.is_heavy(cmd) else None
+            reason = validator.check(conn.remote_addr, cmd, need=deferred)
             if reason is None:
                 return None
             log.debug("ACL refused request code %d from %s: %s", cmd.code, conn.remote_addr, reason)

@@ -25,10 +25,13 @@ class NamesrvServer:
         self.config = config
         self.table = RouteTable()
         self.kv = KVConfig(Path(config.kv_config_path))
-        self.processors = NamesrvProcessors(config, self.table, self.kv)
-        self.server = RemotingServer(config.host, config.listen_port, limits=config.frame_limits, name="namesrv")
+        self.server = RemotingServer(config.host, config.listen_port, limits=config.frame_limits, name="namesrv",
+                                     connection_limits=config.connection_limits)
+        self.processors = NamesrvProcessors(config, self.table, self.kv, server=self.server)
         for code, handler in self.processors.handlers().items():
             self.server.register(code, handler)
+        for code, (heavy, inline) in self.processors.offloaded().items():
+            self.server.register_offloaded(code, heavy, inline)
         self.server.on_connection_closed(self._connection_closed)
         self._scan_task: asyncio.Task | None = None
         #: the Prometheus endpoint (mq.daemon.metrics) when metricsExporterType is PROM; built in start()

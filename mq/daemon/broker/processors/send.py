@@ -360,6 +360,10 @@ class SendProcessor:
                reconsume: int):
         if T.is_retry_topic(topic):
             return cmd.response(RC.MESSAGE_ILLEGAL, f"Retry group topic[{topic}] does not support batch message")
+        max_size = self.c.store.config.max_message_size
+        if len(body) > max_size:  # RocketMQ checks the whole batch body against maxMessageSize (checkMessages)
+            return put_status_response(cmd, PutMessageResult(_S.MESSAGE_ILLEGAL, remark=f"the batch body of "
+                                       f"{len(body)} bytes is over maxMessageSize"), max_size)
         try:
             entries = list(iter_batch(body))
         except RemoteProtocolError as exc:
