@@ -29,7 +29,8 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from mq.common.record import BLANK, BLANK_MAGIC_CODE, MESSAGE_MAGIC_CODE
-from mq.store.commit_log import DispatchRequest, check_record
+from mq.store.commit_log import DispatchRequest
+from mq.store.log_scan import check_record
 
 #: TOTALSIZE, MAGICCODE: the first 8 bytes of a record or of the BLANK record (``mq.common.record.BLANK``)
 UNIT_HEAD = BLANK
