@@ -86,6 +86,10 @@ class TopicConfigManager:
                         tc.topic_name = name
                     if name == T.AUTO_CREATE_TOPIC_KEY_TOPIC and not cfg.auto_create_topic_enable:
                         continue
+                    if not T.is_valid_topic(name) or tc.topic_name != name:
+                        log.warning("topics file %s: skipping topic %r, which is not a valid topic name (or not "
+                                    "the name of its own entry, %r)", self.file.path, name, tc.topic_name)
+                        continue
                     self._table[name] = tc
                 dv = wrapper.data_version
                 self._data_version = DataVersion(timestamp=dv.timestamp or _now_ms(), counter=dv.counter)
@@ -101,7 +105,9 @@ class TopicConfigManager:
         return self._table.get(topic)
 
     def put(self, tc: TopicConfig) -> None:
-        """Create or update a topic, bump the data version, persist, notify."""
+        """Create or update a topic, bump the data version, persist, notify. ``InvalidTopicError`` for a name
+        that is not a valid topic (every way a topic is made ends here or in ``create_*``)."""
+        T.validate_topic(tc.topic_name)
         self._table[tc.topic_name] = tc
         self._changed(tc)
 
@@ -114,7 +120,11 @@ class TopicConfigManager:
     def replace_all(self, table: dict[str, TopicConfig], data_version: DataVersion) -> None:
         """Take the master's whole table and data version (a slave's synchronization), then persist."""
         self._table.clear()
-        self._table.update(table)
+        for name, tc in table.items():
+            if T.is_valid_topic(name) and tc.topic_name == name:
+                self._table[name] = tc
+            else:
+                log.warning("topic %r from the master is not a valid topic name; skipped", name)
         self._data_version = DataVersion(timestamp=data_version.timestamp, counter=data_version.counter)
         self.persist()
 
@@ -141,6 +151,8 @@ class TopicConfigManager:
         existing = self._table.get(topic)
         if existing is not None:
             return existing
+        if not T.is_valid_topic(topic):
+            return None
         template = self._table.get(default_topic)
         if template is None:
             return None
@@ -159,10 +171,13 @@ class TopicConfigManager:
         return tc
 
     def create_system(self, topic: str, queue_nums: int, perm: int, topic_sys_flag: int = 0) -> TopicConfig:
-        """Create (if missing) a retry / DLQ / transaction topic; returns the existing config otherwise."""
+        """Create (if missing) a retry / DLQ / transaction topic; returns the existing config otherwise.
+        ``InvalidTopicError`` for a name that cannot be a topic (a retry topic of a group name longer than
+        120 characters, say)."""
         existing = self._table.get(topic)
         if existing is not None:
             return existing
+        T.validate_topic(topic)
         tc = TopicConfig(topic_name=topic, read_queue_nums=queue_nums, write_queue_nums=queue_nums, perm=perm,
                          topic_sys_flag=topic_sys_flag)
         log.info("created topic %s: %d queues, perm %d", topic, queue_nums, perm)

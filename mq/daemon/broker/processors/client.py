@@ -83,7 +83,7 @@ class ClientProcessor:
             notify = c.config.notify_consumer_ids_changed_enable
             if sgc is not None:
                 notify = notify and sgc.notify_consumer_ids_changed_enable
-                if sgc.retry_queue_nums > 0:
+                if sgc.retry_queue_nums > 0 and T.is_valid_topic(T.retry_topic(group)):
                     c.topic_config.create_system(T.retry_topic(group), sgc.retry_queue_nums, 6)
             ch = ClientChannelInfo(conn, hb.client_id, lang, cmd.version, now, conn.remote_addr)
             c.consumers.register(group, ch, cd.consume_type, cd.message_model, cd.consume_from_where,

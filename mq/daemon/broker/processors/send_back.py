@@ -61,6 +61,9 @@ class SendBackProcessor:
         if sgc.retry_queue_nums <= 0:
             return cmd.response(RC.SUCCESS)
         retry = T.retry_topic(h.group)
+        if not T.is_valid_topic(retry):  # a group name that makes no topic name
+            return cmd.response(RC.SYSTEM_ERROR, f"the retry topic of group {h.group[:300]!r} is not a valid topic "
+                                "name")
         tc = c.topic_config.create_system(retry, sgc.retry_queue_nums, 6)
         if not tc.perm & PERM_WRITE:
             return cmd.response(RC.NO_PERMISSION, f"the topic[{retry}] sending message is forbidden")
