@@ -399,7 +399,8 @@ static PyObject *prepare_impl(PyObject *msg, PyObject *cache, Py_ssize_t max_bod
         PyErr_Clear();  /* not valid text (a lone surrogate): the Python path refuses it */
         goto fallback;
     }
-    if (plen > 32767 || (plen > 0 && pb[plen - 1] == 0))  /* a NUL at the end reads as a torn record */
+    /* a NUL at the end reads as a torn record: the Python path ends such properties with a separator */
+    if (plen > 32767 || (plen > 0 && pb[plen - 1] == 0))
         goto fallback;
     Py_ssize_t blen = PyBytes_GET_SIZE(body), tlen = PyBytes_GET_SIZE(prefix);
     Py_ssize_t total = 90 + blen + tlen + plen;

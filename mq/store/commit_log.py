@@ -183,7 +183,8 @@ class CommitLog:
         Every field that reaches the record layout is checked here, whoever built the message (a send, the
         timer, the schedule service, a transaction, a retry): a valid topic name (it becomes a directory of the
         consume queues), a queue id in [0, 2^31), each integer within its field, properties that encode as
-        UTF-8 within 32,767 bytes. The sysFlag keeps only what a producer chooses (``sysflag.store_sys_flag``);
+        UTF-8 within 32,767 bytes (a property separator is added to properties that end in NUL, which recovery
+        would read as a torn record). The sysFlag keeps only what a producer chooses (``sysflag.store_sys_flag``);
         the layout bits are set from what is written. A record written here always passes ``check_record``.
         A refusal is MESSAGE_ILLEGAL (or PROPERTIES_SIZE_EXCEEDED) with ``reject_reason`` saying why."""
         if self._c_prepare is not None:
@@ -237,11 +238,11 @@ class CommitLog:
             props_b = props_s.encode("utf-8")
         except UnicodeEncodeError as exc:
             return self._reject(f"the properties are not valid text: {exc.reason}")
+        if props_b.endswith(b"\x00"):  # recovery would take the record for one cut short (``check_record``):
+            props_b += b"\x02"  # end it with a property separator, which every reader skips
         if len(props_b) > 32767:
             self.reject_reason = f"the properties are {len(props_b)} bytes; a record holds at most 32767"
             return PutMessageStatus.PROPERTIES_SIZE_EXCEEDED
-        if props_b.endswith(b"\x00"):  # recovery would take the record for one cut short (``check_record``)
-            return self._reject("the properties end with a NUL character")
         born = msg.born_host
         try:
             born_b = born if born.__class__ is bytes else pack_host(*born)

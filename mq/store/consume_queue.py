@@ -234,7 +234,8 @@ class ConsumeQueue:
         process = files[start].start_offset
         max_phy = -1
         for mf in files[start:]:
-            data = mf.mm[:mf.file_size]
+            end = mf.data_end()  # units are written from the start: none lies past the first hole
+            data = mf.mm[:end - end % CQ_UNIT_SIZE]
             valid = 0
             for phy, size, _tags in CQ_UNIT.iter_unpack(data):
                 if phy < 0 or size <= 0:

@@ -137,6 +137,17 @@ class Dispatcher:
     def _notify_failed(self, exc: Exception) -> None:
         self._throttle.error("notify", "on_dispatch callback failed", exc_info=exc)
 
+    def waiting_next_offsets(self) -> dict[tuple[str, int], int]:
+        """(topic, queue id) -> the queue offset after the last record of that queue waiting in the backlog."""
+        with self.lock:
+            out: dict[tuple[str, int], int] = {}
+            for r in self._backlog:
+                if r.tran_type == SF.TRANSACTION_NOT_TYPE or r.tran_type == SF.TRANSACTION_COMMIT_TYPE:
+                    key = (r.topic, r.queue_id)
+                    if r.queue_offset + 1 > out.get(key, 0):
+                        out[key] = r.queue_offset + 1
+            return out
+
     def retry(self) -> bool:
         """Dispatch the records a failed consume-queue write held back; True when none wait any more."""
         with self.lock:

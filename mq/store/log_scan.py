@@ -149,7 +149,7 @@ def find_resync(buf, pos: int, base: int, *, end: int, min_store_ts: int, check_
     """Where a scan may go on after the record at ``buf[pos]`` failed its checks (see the module docstring):
     a position in ``(pos, end)`` where a valid record (or a BLANK record closing the segment) starts, or -1.
 
-    ``buf`` is a memoryview of a segment (or the segment bytes) whose first byte has physical offset ``base``;
+    ``buf`` is a memoryview of a segment (its mapping) whose first byte has physical offset ``base``;
     ``end`` bounds the search (the segment's size, or its written end); ``fd``, the segment's file, lets the
     search skip holes. ``whole_to_end``: every byte below ``end`` was written whole (a write position), so a
     bad record whose TOTALSIZE reaches exactly ``end`` is the last one and the scan ends after it."""
@@ -158,14 +158,18 @@ def find_resync(buf, pos: int, base: int, *, end: int, min_store_ts: int, check_
     def valid(at: int) -> bool:
         if at + 8 > end:
             return False
+        limit = end if fd is None else _data_end(fd, at, end)  # what a record there may span: no hole
+        if at + 8 > limit:
+            return False
         total, magic = BLANK.unpack_from(buf, at)
         if magic == BLANK_MAGIC_CODE:
             return total == seg_end - at
-        size, req = check_record(buf, at, check_crc=check_crc, delay_levels_ms=delay_levels_ms,
-                                 expect_phy=base + at)
+        with buf[:limit] as view:
+            size, req = check_record(view, at, check_crc=check_crc, delay_levels_ms=delay_levels_ms,
+                                     expect_phy=base + at)
         return size > 0 and req.store_timestamp >= min_store_ts  # type: ignore[union-attr]
 
-    if pos + 8 <= end:
+    if pos + 8 <= (end if fd is None else _data_end(fd, pos, end)):
         total, magic = BLANK.unpack_from(buf, pos)
         if magic == MESSAGE_MAGIC_CODE and total >= MIN_RECORD_SIZE:
             if pos + total < end and valid(pos + total):
@@ -183,7 +187,7 @@ def find_resync(buf, pos: int, base: int, *, end: int, min_store_ts: int, check_
         else:
             stop = end
         while True:
-            hit = find(_MAGIC_BYTES, max(at, pos + 1) + 4, stop + 4)
+            hit = find(_MAGIC_BYTES, max(at, pos + 1) + 4, stop)  # within the data: never into a hole
             if hit < 0:
                 break
             cand = hit - 4

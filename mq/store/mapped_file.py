@@ -266,6 +266,16 @@ class MappedFile:
             self.reserved_to = min(self.reserved_to, pos)
             self.warmed_to = min(self.warmed_to, pos)
 
+    def data_end(self, start: int = 0) -> int:
+        """Where the first hole at or after ``start`` begins (``SEEK_HOLE``; ``file_size`` when there is none or
+        the file system cannot say). Bytes are read only below it: reading a hole through the mapping makes the
+        file system find a page for it, and tmpfs with no room left answers SIGBUS, which kills the process
+        (a restart on a full disk did, in the recovery of a consume queue whose next segment had no blocks)."""
+        try:
+            return min(self.file_size, os.lseek(self.fd, start, os.SEEK_HOLE))
+        except OSError:
+            return self.file_size
+
     @property
     def end_offset(self) -> int:
         return self.start_offset + self.file_size

@@ -157,12 +157,14 @@ class MessageStore:
     def start(self) -> None:
         if not self._loaded:
             self.load()
-        # Catch up on records the consume queues do not hold yet (RocketMQ's reput from the max CQ offset).
+        # Catch up on records the consume queues do not hold yet (RocketMQ's reput from the max CQ offset),
+        # unless recovery left records waiting in the dispatcher's backlog: it holds them up to the log's end.
         frm = max(self.cq_table.max_physic_offset(), self.commit_log.min_offset, 0)
-        if frm < self.commit_log.max_offset:
+        if frm < self.commit_log.max_offset and self.dispatcher.error is None:
             self.dispatcher.reput(self.commit_log, frm, delay_levels_ms=self.delay_levels_ms)
-            rebuild_topic_queue_table(self.commit_log, self.cq_table)
-        self.dispatcher.dispatched_offset = self.commit_log.max_offset
+            rebuild_topic_queue_table(self.commit_log, self.cq_table, self.dispatcher)
+        if self.dispatcher.error is None:
+            self.dispatcher.dispatched_offset = self.commit_log.max_offset
         if self.index_dispatcher is not None:
             self.index_dispatcher.start()
         if self.group_commit is not None:

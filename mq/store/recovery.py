@@ -58,7 +58,8 @@ def choose_abnormal_start(commit_log: CommitLog, min_timestamp: int) -> int:
         mf = files[i]
         try:
             with memoryview(mf.mm) as buf:
-                size, req = check_record(buf, 0, check_crc=True, delay_levels_ms=[], expect_phy=mf.start_offset)
+                size, req = check_record(buf[:mf.data_end()], 0, check_crc=True, delay_levels_ms=[],
+                                         expect_phy=mf.start_offset)
         except ValueError:  # closed meanwhile
             continue
         ts = req.store_timestamp if size > 0 else 0  # type: ignore[union-attr]
@@ -109,14 +110,15 @@ def recover(commit_log: CommitLog, cq_table: ConsumeQueueTable, dispatcher: Disp
     while i < len(files):
         mf = files[i]
         buf = memoryview(mf.mm)
+        view = buf[:mf.data_end()]  # never read a hole (``MappedFile.data_end``)
         pos = 0
         base = mf.start_offset
         try:
             while True:
-                size, req = check_record(buf, pos, check_crc=check_crc, delay_levels_ms=levels,
+                size, req = check_record(view, pos, check_crc=check_crc, delay_levels_ms=levels,
                                          expect_phy=base + pos)
                 if size < 0:
-                    fixed = misflagged(buf, pos, expect_phy=base + pos, delay_levels_ms=levels)
+                    fixed = misflagged(view, pos, expect_phy=base + pos, delay_levels_ms=levels)
                     if fixed is not None:
                         flag, size, req = fixed
                         repaired += 1
@@ -132,13 +134,15 @@ def recover(commit_log: CommitLog, cq_table: ConsumeQueueTable, dispatcher: Disp
                             break  # nothing valid follows: the end of the log
                         skipped += 1
                         skipped_bytes += nxt - pos
-                        dropped = _forget(cq_table, buf, pos, base)
+                        dropped = _forget(cq_table, view, pos, base)
                         if skipped <= _LOG_FIRST:
                             log.warning("recovery: no valid record at commit log offset %d; %d bytes set aside "
                                         "(%s), valid records follow at %d", base + pos, nxt - pos,
                                         "its consume-queue unit is now a filler" if dropped else "no unit",
                                         base + nxt)
                         pos = nxt
+                        view.release()
+                        view = buf[:mf.data_end(nxt)]
                         continue
                 if size > 0:
                     last_ts = req.store_timestamp  # type: ignore[union-attr]
@@ -152,6 +156,7 @@ def recover(commit_log: CommitLog, cq_table: ConsumeQueueTable, dispatcher: Disp
                     continue
                 break
         finally:
+            view.release()
             buf.release()
         if size == 0:  # BLANK
             if i + 1 < len(files):
@@ -173,8 +178,9 @@ def recover(commit_log: CommitLog, cq_table: ConsumeQueueTable, dispatcher: Disp
             cq.truncate_dirty(process)
     if index is not None:
         index.truncate_from(process)
-    rebuild_topic_queue_table(commit_log, cq_table)
-    dispatcher.dispatched_offset = process
+    rebuild_topic_queue_table(commit_log, cq_table, dispatcher)
+    if dispatcher.error is None:  # else it stays before the first record waiting in the backlog
+        dispatcher.dispatched_offset = process
     report = RecoveryReport(last_exit_ok, scan_from, process, max(0, old_end - process), redispatched,
                             (time.monotonic() - t0) * 1000, skipped, skipped_bytes, repaired)
     if skipped or repaired:
@@ -199,11 +205,18 @@ def _forget(cq_table: ConsumeQueueTable, buf, pos: int, base: int) -> bool:
     return False
 
 
-def rebuild_topic_queue_table(commit_log: CommitLog, cq_table: ConsumeQueueTable) -> None:
-    """Next queue offset of every queue = its consume queue's max offset; min offsets corrected."""
+def rebuild_topic_queue_table(commit_log: CommitLog, cq_table: ConsumeQueueTable,
+                              dispatcher: Dispatcher | None = None) -> None:
+    """Next queue offset of every queue = its consume queue's max offset, or past the records of the queue
+    that wait in the dispatcher's backlog (a consume queue a full disk would not let recovery write): those
+    offsets are taken, and giving them out again would make two records share one. Min offsets corrected."""
     table: dict[tuple[str, int], int] = {}
     phy_min = commit_log.min_offset
     for cq in cq_table:
         table[(cq.topic, cq.queue_id)] = cq.max_offset
         cq.correct_min_offset(phy_min)
+    if dispatcher is not None:
+        for key, nxt in dispatcher.waiting_next_offsets().items():
+            if nxt > table.get(key, 0):
+                table[key] = nxt
     commit_log.topic_queue_table = table

@@ -65,6 +65,15 @@ def _map(path: Path) -> mmap.mmap | None:
         return mmap.mmap(f.fileno(), size, access=mmap.ACCESS_READ)
 
 
+def _data_end(fd: int, start: int, size: int) -> int:
+    """The first hole at or after ``start`` (``size`` when none): nothing past it is read, since reading a hole of
+    a full tmpfs through a mapping is SIGBUS (``MappedFile.data_end``)."""
+    try:
+        return min(size, os.lseek(fd, start, os.SEEK_HOLE))
+    except OSError:
+        return size
+
+
 def commit_log_dir(root: Path) -> Path:
     root = Path(root)
     return root / "commitlog" if (root / "commitlog").is_dir() else root
@@ -80,11 +89,13 @@ def iter_records(root: Path, *, check_crc: bool = True, decode: bool = True,
         mm = _map(path)
         if mm is None:
             continue
+        fd = os.open(path, os.O_RDONLY)
         try:
             if base + len(mm) <= start:
                 continue
             pos = max(0, start - base) if start > base else 0
-            view = memoryview(mm)
+            whole = memoryview(mm)
+            view = whole[:_data_end(fd, 0, len(mm))]
             last_ts = 0
             try:
                 while pos + 8 <= len(mm):
@@ -93,8 +104,6 @@ def iter_records(root: Path, *, check_crc: bool = True, decode: bool = True,
                     if size == 0:
                         break  # BLANK: next segment
                     if size < 0:
-                        if not any(view[pos:pos + 8]):
-                            break  # zeros: the end of the data
                         fixed = misflagged(view, pos, expect_phy=base + pos, delay_levels_ms=DEFAULT_DELAY_LEVELS_MS)
                         if fixed is not None:
                             yield RecordInfo(base + pos, fixed[1], False, None,
@@ -102,14 +111,18 @@ def iter_records(root: Path, *, check_crc: bool = True, decode: bool = True,
                                              f"{fixed[0]} does; recovery corrects it)")
                             pos += fixed[1]
                             continue
-                        nxt = find_resync(view, pos, base, end=len(mm), min_store_ts=last_ts, check_crc=True,
-                                          delay_levels_ms=DEFAULT_DELAY_LEVELS_MS, fd=None)
-                        yield RecordInfo(base + pos, 0, False, None, "invalid record (magic, size or CRC)"
-                                         + (f"; valid records follow at {base + nxt}" if nxt > 0 else ""),
-                                         tail=nxt < 0)
-                        if nxt < 0:
+                        nxt = find_resync(whole, pos, base, end=len(mm), min_store_ts=last_ts, check_crc=True,
+                                          delay_levels_ms=DEFAULT_DELAY_LEVELS_MS, fd=fd)
+                        if nxt < 0:  # nothing valid follows: the end of the data (zeros), or a torn tail
+                            if any(view[pos:pos + 8]):
+                                yield RecordInfo(base + pos, 0, False, None, "invalid record (magic, size or CRC)",
+                                                 tail=True)
                             break
+                        yield RecordInfo(base + pos, 0, False, None,
+                                         f"invalid record (magic, size or CRC); valid records follow at {base + nxt}")
                         pos = nxt
+                        view.release()
+                        view = whole[:_data_end(fd, nxt, len(mm))]
                         continue
                     last_ts = req.store_timestamp  # type: ignore[union-attr]
                     msg = decode_record(view, pos) if decode else None
@@ -117,7 +130,9 @@ def iter_records(root: Path, *, check_crc: bool = True, decode: bool = True,
                     pos += size
             finally:
                 view.release()
+                whole.release()
         finally:
+            os.close(fd)
             mm.close()
 
 
@@ -147,14 +162,17 @@ def iter_consume_queue(root: Path, topic: str, queue_id: int) -> Iterator[tuple[
         mm = _map(path)
         if mm is None:
             continue
+        fd = os.open(path, os.O_RDONLY)
         try:
-            for i, (phy, size, tc) in enumerate(CQ_UNIT.iter_unpack(mm[:len(mm) - len(mm) % CQ_UNIT_SIZE])):
+            end = _data_end(fd, 0, len(mm))
+            for i, (phy, size, tc) in enumerate(CQ_UNIT.iter_unpack(mm[:end - end % CQ_UNIT_SIZE])):
                 if size <= 0 or phy < 0:
                     break
                 if size == FILLER_SIZE and phy == 0:
                     continue
                 yield (base // CQ_UNIT_SIZE + i, phy, size, tc)
         finally:
+            os.close(fd)
             mm.close()
 
 

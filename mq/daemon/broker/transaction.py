@@ -47,6 +47,7 @@ from mq.common.properties import encode_properties
 from mq.common.record import encode_record
 from mq.daemon.broker.requeue import STORED, load, put_async, rebuild
 from mq.daemon.broker.schedule import is_master
+from mq.daemon.broker.topic_config import TopicConfigNotSaved
 from mq.daemon.runtime import cancel_tasks
 from mq.protocol.codes import RequestCode
 from mq.protocol.command import RemotingCommand
@@ -134,7 +135,11 @@ class TransactionalMessageService:
     async def write_op(self, half: MessageExt) -> bool:
         """Record that ``half`` is resolved (commit or rollback)."""
         c = self.c
-        c.topic_config.create_system(T.TRANS_OP_HALF_TOPIC, 1, 6)
+        try:
+            c.topic_config.create_system(T.TRANS_OP_HALF_TOPIC, 1, 6)
+        except TopicConfigNotSaved as exc:
+            self._throttle.warning("op-topic", "op record for half offset %d not stored: %s", half.queue_offset, exc)
+            return False
         props = {P.TAGS: OP_TAG, P.WAIT_STORE_MSG_OK: "false", P.UNIQ_CLIENT_MESSAGE_ID_KEYIDX: self._uniq.next()}
         op = MessageExtBrokerInner(
             topic=T.TRANS_OP_HALF_TOPIC, body=str(half.queue_offset).encode(), flag=0, properties=props,
@@ -251,7 +256,7 @@ class TransactionalMessageService:
 
     async def _discard(self, msg: MessageExt, times: int) -> None:
         c = self.c
-        c.topic_config.create_system(T.TRANS_CHECK_MAX_TIME_TOPIC, 1, 6)
+        c.topic_config.create_system(T.TRANS_CHECK_MAX_TIME_TOPIC, 1, 6)  # TopicConfigNotSaved: next pass
         out = await put_async(c.store, rebuild(msg, T.TRANS_CHECK_MAX_TIME_TOPIC, 0, dict(msg.properties)))
         log.warning("half message %s (producer group %s, real topic %s) discarded after %d checks, born %d: %s",
                     msg.properties.get(P.UNIQ_CLIENT_MESSAGE_ID_KEYIDX), msg.properties.get(P.PRODUCER_GROUP),

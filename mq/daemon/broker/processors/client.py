@@ -17,6 +17,7 @@ compile -> SUBSCRIPTION_PARSE_FAILED with the compiler's message; else SUCCESS.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import time
@@ -27,6 +28,7 @@ from mq.common.fastjson import loads as fastjson_loads
 from mq.common.sql_filter import Sql92SyntaxError
 from mq.daemon.broker.client_manager import ClientChannelInfo
 from mq.daemon.broker.property_filter import SQL92
+from mq.daemon.broker.topic_config import TopicConfigNotSaved
 from mq.protocol import headers as H
 from mq.protocol.bodies import GetConsumerListByGroupResponseBody, HeartbeatData
 from mq.protocol.codes import LanguageCode, RequestCode, ResponseCode
@@ -84,7 +86,8 @@ class ClientProcessor:
             if sgc is not None:
                 notify = notify and sgc.notify_consumer_ids_changed_enable
                 if sgc.retry_queue_nums > 0 and T.is_valid_topic(T.retry_topic(group)):
-                    c.topic_config.create_system(T.retry_topic(group), sgc.retry_queue_nums, 6)
+                    with contextlib.suppress(TopicConfigNotSaved):  # made by the next heartbeat, or send-back
+                        c.topic_config.create_system(T.retry_topic(group), sgc.retry_queue_nums, 6)
             ch = ClientChannelInfo(conn, hb.client_id, lang, cmd.version, now, conn.remote_addr)
             c.consumers.register(group, ch, cd.consume_type, cd.message_model, cd.consume_from_where,
                                  cd.subscription_data_set, notify=notify)

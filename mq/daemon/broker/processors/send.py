@@ -44,7 +44,7 @@ from mq.common.message import MessageExtBrokerInner
 from mq.common.properties import decode_properties, encode_properties
 from mq.common.record import iter_batch
 from mq.daemon.broker.flow_control import SEND_GROUP, os_page_cache_busy
-from mq.daemon.broker.topic_config import PERM_WRITE
+from mq.daemon.broker.topic_config import PERM_WRITE, TopicConfigNotSaved
 from mq.daemon.broker.timer.service import TimerMessageService
 from mq.errors import InvalidTopicError, RemoteProtocolError
 from mq.protocol.codes import RequestCode, ResponseCode
@@ -289,6 +289,13 @@ class SendProcessor:
 
     # -- checks ------------------------------------------------------------------------------------------
     def prepare(self, conn: Any, cmd: RemotingCommand, h: Any, batch: bool):
+        """Check one send and build its store inputs: ``(messages, queue id)``, or the error response."""
+        try:
+            return self._prepare(conn, cmd, h, batch)
+        except TopicConfigNotSaved as exc:  # a topic the message needs cannot be made durable: nothing is stored
+            return cmd.response(RC.SERVICE_NOT_AVAILABLE, f"service not available now: {exc}")
+
+    def _prepare(self, conn: Any, cmd: RemotingCommand, h: Any, batch: bool):
         c = self.c
         topic = h.topic
         if self.slave:

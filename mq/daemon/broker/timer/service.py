@@ -50,6 +50,7 @@ from mq.common.properties import decode_properties, encode_properties
 from mq.daemon.broker.requeue import REFUSED, STORED, load, put_async, real_target, rebuild
 from mq.daemon.broker.schedule import is_master
 from mq.daemon.broker.timer.buckets import TimerStore
+from mq.daemon.broker.topic_config import TopicConfigNotSaved
 from mq.store.consume_queue import CQ_UNIT, FILLER_SIZE
 
 if TYPE_CHECKING:
@@ -146,7 +147,10 @@ class TimerMessageService:
     def start(self) -> None:
         if not is_master(self.c) or not self.c.config.timer_enable:
             return
-        self.c.topic_config.create_system(TIMER_TOPIC, 1, 6)
+        try:
+            self.c.topic_config.create_system(TIMER_TOPIC, 1, 6)
+        except TopicConfigNotSaved as exc:  # parked messages need only its consume queue; made again next start
+            log.warning("timer topic config not saved: %s", exc)
         self.store.open(int(time.time() * 1000))
         cq = self.c.store.cq_table.find(TIMER_TOPIC, 0, create=False)
         if cq is not None and self.store.enqueue_offset < cq.min_offset:
