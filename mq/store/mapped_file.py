@@ -119,6 +119,8 @@ def reserve_range(fd: int, start: int, end: int, file_size: int, path: Path, *, 
     keep = start if keep is None else max(start, keep)
     attempt = end
     while True:
+        if attempt <= start:  # the write needs nothing more
+            return start
         try:
             os.posix_fallocate(fd, start, attempt - start)
         except OSError as exc:
@@ -129,8 +131,8 @@ def reserve_range(fd: int, start: int, end: int, file_size: int, path: Path, *, 
                 punch_hole(fd, keep, attempt - keep)
             if exc.errno not in _NO_SPACE or attempt <= need:
                 raise
-            half = start + (attempt - start) // 2
-            attempt = max(need, min(attempt - 1, -(-half // OS_PAGE_SIZE) * OS_PAGE_SIZE))
+            half = -(-(start + (attempt - start) // 2) // OS_PAGE_SIZE) * OS_PAGE_SIZE  # on a page boundary
+            attempt = half if need < half < attempt else need
             continue
         return attempt
 

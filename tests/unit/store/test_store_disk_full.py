@@ -10,6 +10,8 @@ import os
 import time
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from .conftest import inner
 
@@ -428,3 +430,46 @@ def test_a_reservation_step_halves_down_to_what_the_write_needs(tmp_path, monkey
         with pytest.raises(OSError):  # the write itself does not fit: refused, nothing kept
             mapped_file.reserve_range(f.fileno(), 0, 64 << 20, 1 << 30, path, need=room + 1)
         assert attempts[-1] == (0, room + 1)
+
+
+def test_refused_puts_on_a_full_disk_log_once_per_interval(make_store, disk, tmp_path, caplog):
+    """Issue 28, defect 10: every put refused on a full disk logged an ERROR. The cause is logged once per
+    ``storeErrorLogIntervalMs``, with a count of the ones held back; every caller still gets the reason."""
+    s = make_store()
+    for _ in range(21):  # 3000-byte records: 21 fill a 64 KiB segment
+        assert s.put_message(inner(body=b"a" * 3000)).status is P.PUT_OK
+    disk.full.add(str(tmp_path / "store" / "commitlog"))
+    with caplog.at_level(logging.ERROR, logger="mq.store.commit_log"):
+        results = [s.put_message(inner(body=b"b" * 3000)) for _ in range(50)]
+    assert all(r.status is P.CREATE_MAPPED_FILE_FAILED and "No space left" in r.remark for r in results)
+    assert len([r for r in caplog.records if r.name == "mq.store.commit_log"]) == 1
+    assert sum(s.commit_log._throttle.suppressed(k) for k in ("reserve", "create", "write")) == 49
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(start=st.integers(0, 1 << 30), step=st.integers(1, 64 << 20), need_frac=st.floats(0, 1),
+       room=st.integers(0, 80 << 20))
+def test_a_reservation_takes_few_attempts_and_never_less_than_the_write_needs(tmp_path, start, step, need_frac,
+                                                                              room):
+    end = start + step
+    need = start + int(step * need_frac)
+    attempts = []
+
+    def fallocate(fd, offset, length):
+        attempts.append(offset + length)
+        if length > room:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    real = os.posix_fallocate, mapped_file.punch_hole
+    os.posix_fallocate, mapped_file.punch_hole = fallocate, lambda *a: True
+    try:
+        got = mapped_file.reserve_range(0, start, end, 1 << 31, tmp_path / "f", need=need)
+    except OSError:
+        got = None
+    finally:
+        os.posix_fallocate, mapped_file.punch_hole = real
+    assert len(attempts) <= 16
+    if need - start <= room:
+        assert got is not None and need <= got <= end and got - start <= room
+    else:
+        assert got is None and attempts[-1] == need
