@@ -123,6 +123,8 @@ class ConsumeQueue:
                     log.warning("[BUG] consume queue %s-%d: logic offset %d but write position %d", self.topic,
                                 self.queue_id, expected, cur)
                 else:  # offsets of records recovery set aside (``mq.store.log_scan``): they read as fillers
+                    log.warning("consume queue %s-%d: offsets %d to %d have no record (set aside); filled",
+                                self.topic, self.queue_id, cur // CQ_UNIT_SIZE, cq_offset - 1)
                     mf = self._fill_gap(mf, expected)
         pos = mf.wrote_position
         if pos + CQ_UNIT_SIZE > mf.reserved_to:

@@ -634,15 +634,17 @@ def test_a_replicated_record_whose_topic_is_no_name_makes_no_path(make_store, tm
 
     slave = slave_store(make_store, tmp_path / "s")
     chunk, pos = b"", 0
-    for i, topic in enumerate(["Good", "../../x", "Good"]):
-        rec = encode_record(MessageExt(topic=topic, body=b"m%d" % i, queue_id=0, queue_offset=i // 2,
-                                       commit_log_offset=pos, born_host=("10.0.0.1", 1), store_host=("10.0.0.2", 2),
-                                       store_timestamp=1_700_000_000_000 + i))
+    for i, topic in enumerate(["Good", "../../x", "Good", "Good"]):
+        rec = bytearray(encode_record(MessageExt(
+            topic=topic, body=b"m%d" % i, queue_id=0, queue_offset=(0, 0, 1, 2)[i], commit_log_offset=pos,
+            born_host=("10.0.0.1", 1), store_host=("10.0.0.2", 2), store_timestamp=1_700_000_000_000 + i)))
+        if i == 3:  # an IPv6 store-host bit on an IPv4 record, as an older master wrote one: read as it is
+            rec[39] |= SF.STOREHOST_V6
         chunk += rec
         pos += len(rec)
     assert slave.append_replica(0, chunk) == len(chunk)
     assert slave.dispatcher.unqueued == 1 and slave.dispatcher.error is None
-    assert slave.get_max_offset("Good", 0) == 2
+    assert slave.get_max_offset("Good", 0) == 3
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s"]
     assert sorted(p.name for p in (tmp_path / "s" / "consumequeue").iterdir()) == ["Good"]
 
