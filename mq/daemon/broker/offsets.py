@@ -129,9 +129,9 @@ class ConsumerOffsetManager:
         self._dirty = False
         try:
             self.file.save(self._table)
-        except OSError:
+        except OSError as exc:  # a full disk: retried at the next period; said once per interval
             self._dirty = True
-            log.exception("cannot write %s", self.file.path)
+            self._throttle.error("persist", "cannot write %s: %s", self.file.path, exc.strerror or exc)
             return False
         return True
 
