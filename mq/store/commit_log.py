@@ -20,7 +20,6 @@ import logging
 import os
 import struct
 from pathlib import Path
-from typing import NamedTuple
 
 from mq.common import properties as P
 from mq.common import sysflag as SF
@@ -34,6 +33,7 @@ from mq.common.tags import tags_code as compute_tags_code
 from mq.common.topic import SCHEDULE_TOPIC, is_valid_topic
 from mq.store import native
 from mq.store.mapped_file_queue import MappedFileQueue
+from mq.store.prepared import I64_MAX, I64_MIN, DispatchRequest, Prepared, bad_fields, waits_for_flush
 from mq.store.status import PutMessageStatus
 from mq.store.warm import WarmAheadService
 
@@ -55,71 +55,8 @@ _STORE_TS_POS_V4 = 56
 #: GiB on this machine's ext4: about 0.1 ms per step), so a fresh 1 GiB segment takes the disk its records need
 CL_RESERVE_STEP = 64 * 1024 * 1024
 _new = tuple.__new__  # builds a NamedTuple without its Python-level __new__ (hot path)
-_I32_MIN, _I32_MAX = -(1 << 31), (1 << 31) - 1
-_I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
 #: SYNC_FLUSH staging: a put that would take the staged bytes past this commits them itself (``CommitLog.staging``)
 STAGE_LIMIT = 4 << 20
-
-
-class DispatchRequest(NamedTuple):
-    """What the dispatchers need from one stored record (RocketMQ ``DispatchRequest``)."""
-
-    topic: str
-    queue_id: int
-    queue_offset: int
-    phy_offset: int
-    size: int
-    tags_code: int
-    store_timestamp: int
-    keys: str | None
-    uniq_key: str | None
-    tran_type: int
-
-
-class Prepared(NamedTuple):
-    """A message validated and encoded as far as possible outside the put lock."""
-
-    topic: str
-    queue_id: int
-    body: bytes
-    tail: bytes  # TOPICLENGTH TOPIC PROPERTIESLENGTH PROPERTIES
-    crc: int
-    flag: int
-    sys_flag: int
-    born_ts: int
-    born_host: bytes
-    reconsume: int
-    prepared_tx: int
-    total: int
-    tran_type: int
-    tags_code: int
-    delay_ms: int  # >0: tags code is store time + delay (schedule topic)
-    keys: str | None
-    uniq_key: str | None
-    wait: bool
-
-
-def _bad_fields(msg: MessageExtBrokerInner) -> str:
-    """Why an integer field of ``msg`` does not fit its place in the record ("" when they all do)."""
-    qid = msg.queue_id
-    if qid.__class__ is not int or not 0 <= qid <= _I32_MAX:
-        return f"queue id {qid!r} is not in [0, {_I32_MAX}]"
-    for name, value, lo, hi in (("flag", msg.flag, _I32_MIN, _I32_MAX),
-                                ("sysFlag", msg.sys_flag, _I64_MIN, _I64_MAX),
-                                ("reconsume times", msg.reconsume_times, _I32_MIN, _I32_MAX),
-                                ("born timestamp", msg.born_timestamp, _I64_MIN, _I64_MAX),
-                                ("prepared transaction offset", msg.prepared_transaction_offset, _I64_MIN,
-                                 _I64_MAX)):
-        if value.__class__ is not int or not lo <= value <= hi:
-            return f"{name} {value!r} does not fit its field"
-    return ""
-
-
-def waits_for_flush(msg: MessageExtBrokerInner) -> bool:
-    """Whether a SYNC_FLUSH put of ``msg`` is answered only after its flush: its WAIT property is not "false"
-    (``Prepared.wait``; ``mq.store._append`` reads it the same way)."""
-    props = msg.properties
-    return not props or props.get(P.WAIT_STORE_MSG_OK) != "false"
 
 
 class CommitLog:
@@ -203,7 +140,7 @@ class CommitLog:
         if len(body) > self.max_message_size:
             return self._reject(f"the body is {len(body)} bytes; the limit is {self.max_message_size}")
         queue_id = msg.queue_id
-        bad = _bad_fields(msg)
+        bad = bad_fields(msg)
         if bad:
             return self._reject(bad)
         props = msg.properties
@@ -267,7 +204,7 @@ class CommitLog:
             if tc is None:
                 tc = 0
             keys = uniq = None
-        if tc.__class__ is not int or not _I64_MIN <= tc <= _I64_MAX:
+        if tc.__class__ is not int or not I64_MIN <= tc <= I64_MAX:
             return self._reject(f"bad tags code {tc!r}")
         return _new(Prepared, (
             topic, queue_id, body, prefix + _I16.pack(len(props_b)) + props_b, body_crc(body),

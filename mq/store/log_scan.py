@@ -30,7 +30,7 @@ from mq.common.properties import decode_properties
 from mq.common.record import BLANK, BLANK_MAGIC_CODE, MESSAGE_MAGIC_CODE, RECORD_PREFIX, body_crc
 from mq.common.tags import tags_code as compute_tags_code
 from mq.common.topic import SCHEDULE_TOPIC
-from mq.store.commit_log import DispatchRequest
+from mq.store.prepared import DispatchRequest
 
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")

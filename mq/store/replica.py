@@ -29,7 +29,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from mq.common.record import BLANK, BLANK_MAGIC_CODE, MESSAGE_MAGIC_CODE
-from mq.store.commit_log import DispatchRequest
+from mq.store.prepared import DispatchRequest
 from mq.store.log_scan import check_record, misflagged
 
 #: TOTALSIZE, MAGICCODE: the first 8 bytes of a record or of the BLANK record (``mq.common.record.BLANK``)
