@@ -391,6 +391,10 @@ class StoreConfig:
     warm_ahead_bytes: int = -1
     #: Accepted from RocketMQ's broker.conf; not used (SYNC_FLUSH always stages records in a write buffer).
     transient_store_pool_enable: bool = False
+    #: A store error that repeats (a put refused on a full disk, a record whose topic cannot become a consume
+    #: queue, a record recovery sets aside) is logged at most once per this many milliseconds per kind, with a
+    #: count of the ones held back in between.
+    store_error_log_interval_ms: int = 10_000
     # -- HA: master/slave replication (STORE.md §13; mq.daemon.broker.ha) ---------------------------------------
     #: haListenPort: -1 = listenPort + 1 (what BrokerStartup sets), 0 = an ephemeral port (tests)
     ha_listen_port: int = -1
@@ -664,6 +668,10 @@ class BrokerConfig(RemotingServerConfig):
     timer_flush_interval_ms: int = 500
     #: Parked messages further ahead are re-put (renewed in the commit log) this often; < fileReservedTime.
     timer_roll_window_sec: int = 2 * 86_400
+    #: A delivery problem of the timer, schedule or transaction services that repeats (a message set aside
+    #: because its real topic is invalid or missing, a put that keeps failing) is logged at most once per this
+    #: many milliseconds per kind, with a count of the ones held back in between.
+    delivery_error_log_interval_ms: int = 10_000
     #: Request-reply: also store each reply in ``<cluster>_REPLY_TOPIC`` (storeReplyMessageEnable).
     store_reply_message_enable: bool = True
     #: plain ACL (RocketMQ's PlainAccessValidator): requests must be signed by an account of plain_acl.yml

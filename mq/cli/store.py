@@ -92,9 +92,11 @@ def print_(directory: Path, topic: str | None, queue_id: int | None, start: int,
                 break
     else:
         for info in iter_records(root, start=start):
-            if not info.ok:
+            if not info.ok:  # shown, and the walk goes on at the next valid record (as recovery does)
                 rows.append(describe_with_body(info))
-                break
+                if len(rows) >= count:
+                    break
+                continue
             if topic and info.message is not None and info.message.topic != topic:
                 continue
             rows.append(describe_with_body(info))

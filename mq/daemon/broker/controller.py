@@ -64,7 +64,7 @@ class BrokerController:
         self.acl = None  # PlainAccessValidator when aclEnable
         self.topic_config = TopicConfigManager(config, root, on_change=self._topics_changed)
         self.subscription_groups = SubscriptionGroupManager(config, root)
-        self.offsets = ConsumerOffsetManager(root)
+        self.offsets = ConsumerOffsetManager(root, self.store_config.store_error_log_interval_ms / 1000.0)
         self.consumers = ConsumerManager(on_ids_changed=self._consumer_ids_changed)
         self.producers = ProducerManager()
         self.stats = BrokerStats(self)

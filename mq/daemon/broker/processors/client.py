@@ -20,6 +20,7 @@ compile -> SUBSCRIPTION_PARSE_FAILED with the compiler's message; else SUCCESS.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import time
@@ -31,6 +32,7 @@ from mq.common.sql_filter import Sql92SyntaxError
 from mq.daemon.broker.acl import heartbeat_resources
 from mq.daemon.broker.client_manager import ClientChannelInfo, PreparedSubscriptions, prepare_subscriptions
 from mq.daemon.broker.property_filter import SQL92
+from mq.daemon.broker.topic_config import TopicConfigNotSaved
 from mq.protocol import headers as H
 from mq.protocol.bodies import ConsumerData, GetConsumerListByGroupResponseBody, HeartbeatData
 from mq.protocol.codes import LanguageCode, RequestCode, ResponseCode
@@ -121,8 +123,9 @@ class ClientProcessor:
         notify = c.config.notify_consumer_ids_changed_enable
         if sgc is not None:
             notify = notify and sgc.notify_consumer_ids_changed_enable
-            if sgc.retry_queue_nums > 0:
-                c.topic_config.create_system(T.retry_topic(group), sgc.retry_queue_nums, 6)
+            if sgc.retry_queue_nums > 0 and T.is_valid_topic(T.retry_topic(group)):
+                with contextlib.suppress(TopicConfigNotSaved):  # made by the next heartbeat, or send-back
+                    c.topic_config.create_system(T.retry_topic(group), sgc.retry_queue_nums, 6)
         ch = ClientChannelInfo(conn, client_id, _language(cmd.language), cmd.version, now, conn.remote_addr)
         c.consumers.register(group, ch, cd.consume_type, cd.message_model, cd.consume_from_where,
                              cd.subscription_data_set, notify=notify, prepared=prepared)
