@@ -83,8 +83,8 @@ class PopRequest:
     attempt_id: str | None = None
     client_id: str = ""
     client_host: str = ""
-    #: when the client sent the request (epoch ms; 0: unknown). A request answered more than 500 ms after
-    #: born_time + poll_time was given up by its client: POLLING_TIMEOUT without popping anything.
+    #: when the client sent the request (epoch ms; 0: unknown); informational (RocketMQ's "timeout too much"
+    #: check against it is not made: a client clock behind the broker's would have every pop refused)
     born_time_ms: int = 0
 
 
