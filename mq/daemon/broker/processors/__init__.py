@@ -56,9 +56,10 @@ def register_all(controller: "BrokerController") -> None:
     controller.pop_processor.register(server)
     controller.ack_processor.register(server)
     from mq.daemon.broker.processors import admin  # the admin helper's module; missing is an error
-    from mq.daemon.broker.processors import admin_acl, admin_queues, admin_stats
+    from mq.daemon.broker.processors import admin_acl, admin_metadata, admin_queues, admin_stats
 
     admin.register(controller)
+    admin_metadata.register(controller)
     admin_queues.register(controller)
     admin_stats.register(controller)
     admin_acl.register(controller)
