@@ -154,8 +154,10 @@ def test_change_invisible_time_gives_a_new_handle_and_the_old_one_dies(broker_fa
         assert r.code == RC.SUCCESS
         rh = H.ChangeInvisibleTimeResponseHeader.from_ext(r.ext_fields)
         assert rh.invisible_time == 800 and rh.revive_qid == 0 and rh.pop_time > X.parse(ck).pop_time - 1
-        # the old handle acks nothing now: the message still comes back after the new time
-        assert (await client.invoke(b.address, ack_cmd("PopC", ck))).code == RC.SUCCESS
+        # the old handle acks nothing now (refused, so a client can tell): the message comes back after the new time
+        old = await client.invoke(b.address, ack_cmd("PopC", ck))
+        assert old.code == RC.NO_MESSAGE and "replaced" in old.remark
+        assert (await client.invoke(b.address, change_cmd("PopC", ck, 60_000))).code == RC.NO_MESSAGE
         back = await pop_until(client, b, lambda: pop_cmd("PopC", invisible=60_000), 1)
         assert back[0][0].body == b"c" and back[0][0].reconsume_times == 1
         # a refused change answers the header with zeros (the Java client decodes it first)

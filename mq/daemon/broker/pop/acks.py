@@ -12,6 +12,9 @@ Each is checked, written to the revive log, and answered once stored:
   old one's) and acks it under the old handle, in one batch: the old handle no longer acks anything (acking it
   again pairs with the old checkpoint, which is acked already), and the message comes back at the new time
   unless the new handle acks it;
+- a handle acked or replaced is remembered until it expires (``handles.py``): acking it again answers OK, acking
+  a replaced one INVALID, and changing the invisible time of either is refused (it would bring the message
+  back);
 - FIFO handles (reviveQid 999) change the queue's order info instead: an ack commits the group's offset up to
   the first un-acked message and wakes pops waiting on the queue; a handle from an earlier pop of the queue is
   EXPIRED (the message has been handed out again).
@@ -26,6 +29,7 @@ from mq.common import properties as P
 from mq.common import topic as T
 from mq.daemon.broker.pop import records as R
 from mq.daemon.broker.pop.contract import AckResult, AckStatus, ChangeInvisibleResult
+from mq.daemon.broker.pop.handles import ACKED, REPLACED
 from mq.daemon.broker.requeue import STORED, load, put_async, rebuild
 from mq.errors import RemoteProtocolError
 from mq.protocol import extra_info as X
@@ -105,6 +109,14 @@ class AckHandler:
             if now >= ei.revive_time:
                 results[i] = AckResult(AckStatus.EXPIRED, f"the receipt handle expired at {ei.revive_time}")
                 continue
+            done_as = pop.finished.reason(self._fkey(group, ei, real, offset), now)
+            if done_as == REPLACED:
+                results[i] = AckResult(AckStatus.INVALID, "the receipt handle was replaced by a change of invisible "
+                                                          "time: ack with the new one")
+                continue
+            if done_as == ACKED:
+                results[i] = AckResult(AckStatus.OK)  # acked before: nothing more to write
+                continue
             key = (real, ei.queue_id, ei.ck_queue_offset, ei.pop_time, group)
             entry = merged.get(key)
             if entry is None:
@@ -128,17 +140,23 @@ class AckHandler:
                 pop.pending_done(revive_time)
             ok = res.status in STORED
             fail = AckResult(AckStatus.UNAVAILABLE, f"the ack could not be stored: {res.status.name}")
-            for ack, _rt, idxs in merged.values():
+            for ack, rt, idxs in merged.values():
                 for i in idxs:
                     results[i] = AckResult(AckStatus.OK) if ok else fail
                 if ok:
                     pop.add_inflight(ack.topic, group, ack.queue_id, -len(ack.offsets))
+                    for off in ack.offsets:
+                        pop.finished.add(pop.finished.key(ack.topic, ack.queue_id, ack.start_offset, ack.pop_time,
+                                                          group, off), rt, ACKED, now)
             for i, ei, real, offset in fifo:
                 if ok:
                     self._fifo_commit(group, ei, real, offset, now)
                 results[i] = AckResult(AckStatus.OK) if ok else fail
             done(results)  # type: ignore[arg-type]
         pop.put_batch(records, stored)
+
+    def _fkey(self, group: str, ei: X.ExtraInfo, real: str, offset: int) -> int:
+        return self.pop.finished.key(real, ei.queue_id, ei.ck_queue_offset, ei.pop_time, group, offset)
 
     def _fifo_commit(self, group: str, ei: X.ExtraInfo, real: str, offset: int, now: int) -> None:
         pop = self.pop
@@ -166,6 +184,8 @@ class AckHandler:
         now = pop.now()
         if ei.is_order:
             bad = self._fifo_check(group, ei, real, offset)
+            if bad is None and offset in pop.order.acked(real, group, ei.queue_id):
+                bad = AckResult(AckStatus.INVALID, "the message is acked")
             if bad is not None:
                 done(ChangeInvisibleResult(bad.status, remark=bad.remark))
                 return
@@ -189,6 +209,12 @@ class AckHandler:
         if now >= ei.revive_time:
             done(ChangeInvisibleResult(AckStatus.EXPIRED, remark=f"the receipt handle expired at {ei.revive_time}"))
             return
+        fkey = self._fkey(group, ei, real, offset)
+        done_as = pop.finished.reason(fkey, now)
+        if done_as is not None:
+            done(ChangeInvisibleResult(AckStatus.INVALID, remark="the message is acked" if done_as == ACKED else
+                                       "the receipt handle was replaced by a change of invisible time"))
+            return
         pop_time = max(now, ei.pop_time + 1)  # the new checkpoint never pairs with the old handle's acks
         ck = R.CheckPoint(real, ei.queue_id, offset, pop_time, invisible_time_ms, group, [0], ei.broker_name)
         old = R.Ack(real, ei.queue_id, ei.ck_queue_offset, ei.pop_time, group, [offset], ei.broker_name)
@@ -202,6 +228,7 @@ class AckHandler:
             if res.status not in STORED:
                 done(ChangeInvisibleResult(AckStatus.UNAVAILABLE, remark=res.status.name))
                 return
+            pop.finished.add(fkey, ei.revive_time, REPLACED, now)
             done(ChangeInvisibleResult(AckStatus.OK, extra, pop_time, invisible_time_ms, 0))
         pop.put_batch(batch, stored)
 

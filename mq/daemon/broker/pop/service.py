@@ -42,6 +42,7 @@ from mq.daemon.broker.pop import records as R
 from mq.daemon.broker.pop.acks import AckHandler
 from mq.daemon.broker.pop.contract import (AckResult, ChangeInvisibleResult, GroupSettings, PopRequest,
                                            PopResult, PopStatus)
+from mq.daemon.broker.pop.handles import FinishedHandles
 from mq.daemon.broker.pop.order import OrderInfoManager
 from mq.daemon.broker.pop.polling import PopPollingService
 from mq.daemon.broker.pop.reader import Filter, PopPlan, PopReader
@@ -83,6 +84,7 @@ class PopService:
         self.order = OrderInfoManager(Path(controller.store_config.store_path_root_dir))
         self.reader = PopReader(self)
         self.acks = AckHandler(self)
+        self.finished = FinishedHandles(controller.config.pop_finished_handles)
         self.revive = PopReviveService(self)
         self.polling: PopPollingService | None = None
         #: (topic, group, queue) -> un-acked messages of non-FIFO pops
@@ -93,6 +95,8 @@ class PopService:
         self._pending: Counter[int] = Counter()
         self._order_dirty = False
         self.started = False
+        #: run the revive loop as a task (tests with an injected clock turn it off and call ``revive.tick``)
+        self.auto_revive = True
 
     # -- lifecycle ---------------------------------------------------------------------------------------------
     def start(self, *, loop_task: bool = True) -> None:
@@ -105,7 +109,7 @@ class PopService:
         self.order.load()
         self.revive.open(self.now())
         self.started = True
-        if loop_task:
+        if loop_task and self.auto_revive:
             self.revive.start_loop()
 
     def open_polling(self) -> PopPollingService:
