@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from mq.common import properties as P
 from mq.common import topic as T
+from mq.common.hosts import pack_host
 from mq.common.record import decode_record
 from mq.common.sql_filter import Sql92SyntaxError
 from mq.common.tags import parse_subscription
@@ -94,6 +95,7 @@ class PopService:
         #: revive time -> acks to checkpoints of that time still being written
         self._pending: Counter[int] = Counter()
         self._order_dirty = False
+        self._born: bytes | None = None
         self.started = False
         #: run the revive loop as a task (tests with an injected clock turn it off and call ``revive.tick``)
         self.auto_revive = True
@@ -311,19 +313,25 @@ class PopService:
 
     # -- shared helpers ----------------------------------------------------------------------------------------
     @property
-    def store_host(self) -> tuple[str, int]:
-        return (self.c.config.advertised_host, self.c.port)
+    def store_host(self) -> bytes:
+        """The broker's address packed as a record's BORNHOST (what the store's C encoder takes)."""
+        h = self._born
+        if h is None:
+            h = self._born = pack_host(self.c.config.advertised_host, self.c.port)
+        return h
 
-    def put(self, msg: Any, then: Callable[[PutMessageResult], None]) -> None:
-        self.put_batch([msg], then)
+    def put(self, msg: Any, then: Callable[[PutMessageResult], None]) -> bool:
+        return self.put_batch([msg], then)
 
-    def put_batch(self, msgs: list[Any], then: Callable[[PutMessageResult], None]) -> None:
+    def put_batch(self, msgs: list[Any], then: Callable[[PutMessageResult], None]) -> bool:
         """Store ``msgs`` (one topic and queue) and call ``then(result)`` on the event loop once durable as the
-        flush mode promises; at once when nothing has to wait."""
+        flush mode promises: at once (returns False) when nothing has to wait, else later (returns True)."""
         poster = self.c.poster
         res = self.c.store.put_messages_nowait(msgs, lambda r: poster.post(then, r))
         if res is not None:
             then(res)
+            return False
+        return True
 
     def commit_offset(self, host: str, group: str, topic: str, queue_id: int, offset: int) -> None:
         """Move a group's pop offset forward (never back: a late commit of an older pop changes nothing)."""

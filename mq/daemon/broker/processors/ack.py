@@ -15,7 +15,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable
 
 from mq.daemon.broker.pop.contract import AckResult, AckStatus, ChangeInvisibleResult
-from mq.errors import RemoteProtocolError
 from mq.protocol import extra_info as X
 from mq.protocol.codes import RequestCode, ResponseCode
 from mq.protocol.command import RemotingCommand
@@ -63,15 +62,13 @@ class AckProcessor:
 
     def ack(self, conn: Any, cmd: RemotingCommand) -> RemotingCommand | None:
         h = AckMessageRequestHeader.from_ext(cmd.ext_fields)
-        mismatch = self._queue_mismatch(h.extra_info, h.queue_id)
-        if mismatch is not None:
-            return cmd.response(RC.NO_MESSAGE, mismatch)
 
         def start(reply: Callable[[RemotingCommand], None]) -> None:
             def done(results: list[AckResult]) -> None:
                 r = results[0]
                 reply(cmd.response(CODES[r.status], r.remark or None))
-            self.c.pop_service.acks.ack_cb(h.consumer_group, h.topic, [h.extra_info], [h.offset], done)
+            self.c.pop_service.acks.ack_cb(h.consumer_group, h.topic, [h.extra_info], [h.offset], done,
+                                           [h.queue_id])
         return _answer(conn, cmd, start)
 
     def batch_ack(self, conn: Any, cmd: RemotingCommand) -> RemotingCommand | None:
@@ -105,24 +102,11 @@ class AckProcessor:
 
     def change_invisible_time(self, conn: Any, cmd: RemotingCommand) -> RemotingCommand | None:
         h = ChangeInvisibleTimeRequestHeader.from_ext(cmd.ext_fields)
-        mismatch = self._queue_mismatch(h.extra_info, h.queue_id)
-        if mismatch is not None:
-            return cmd.response(RC.NO_MESSAGE, mismatch, ChangeInvisibleTimeResponseHeader(0, 0, 0).to_ext())
 
         def start(reply: Callable[[RemotingCommand], None]) -> None:
             def done(r: ChangeInvisibleResult) -> None:
                 ext = ChangeInvisibleTimeResponseHeader(r.pop_time, r.invisible_time, r.revive_qid).to_ext()
                 reply(cmd.response(CODES[r.status], r.remark or None, ext))
             self.c.pop_service.acks.change_cb(h.consumer_group, h.topic, h.extra_info, h.invisible_time, h.offset,
-                                              done)
+                                              done, h.queue_id)
         return _answer(conn, cmd, start)
-
-    @staticmethod
-    def _queue_mismatch(extra_info: str, queue_id: int) -> str | None:
-        try:
-            ei = X.parse(extra_info)
-        except RemoteProtocolError as exc:
-            return str(exc)
-        if ei.queue_id != queue_id:
-            return f"queueId {queue_id} is not the receipt handle's ({ei.queue_id})"
-        return None
