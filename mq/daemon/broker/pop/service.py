@@ -26,6 +26,7 @@ restart, as RocketMQ's.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import time
 from collections import Counter
@@ -96,6 +97,9 @@ class PopService:
         self._pending: Counter[int] = Counter()
         self._order_dirty = False
         self._born: bytes | None = None
+        #: revive-log puts waiting for their flush: token -> the revive queue's max offset when issued
+        self._unsettled: dict[int, int] = {}
+        self._tokens = itertools.count()
         self.started = False
         #: run the revive loop as a task (tests with an injected clock turn it off and call ``revive.tick``)
         self.auto_revive = True
@@ -325,13 +329,32 @@ class PopService:
 
     def put_batch(self, msgs: list[Any], then: Callable[[PutMessageResult], None]) -> bool:
         """Store ``msgs`` (one topic and queue) and call ``then(result)`` on the event loop once durable as the
-        flush mode promises: at once (returns False) when nothing has to wait, else later (returns True)."""
+        flush mode promises: at once (returns False) when nothing has to wait, else later (returns True).
+
+        A revive-log put that waits is *unsettled* until ``then`` has run: the revive checkpoint stays below
+        where its records land (``unsettled_floor``), so a restart replays the state change it makes."""
         poster = self.c.poster
-        res = self.c.store.put_messages_nowait(msgs, lambda r: poster.post(then, r))
+        store = self.c.store
+        token = None
+        if msgs and msgs[0].topic == self.revive_topic and store.group_commit is not None:
+            cq = store.cq_table.find(self.revive_topic, R.REVIVE_QUEUE, create=False)
+            token = next(self._tokens)
+            self._unsettled[token] = cq.max_offset if cq is not None else 0
+
+        def settled(r: PutMessageResult) -> None:
+            try:
+                then(r)
+            finally:
+                self._unsettled.pop(token, None)  # type: ignore[arg-type]
+        res = store.put_messages_nowait(msgs, lambda r: poster.post(settled, r))
         if res is not None:
-            then(res)
+            settled(res)
             return False
         return True
+
+    def unsettled_floor(self) -> int | None:
+        """The lowest revive-log position a put still waiting for its flush may write (None: none waits)."""
+        return min(self._unsettled.values()) if self._unsettled else None
 
     def commit_offset(self, host: str, group: str, topic: str, queue_id: int, offset: int) -> None:
         """Move a group's pop offset forward (never back: a late commit of an older pop changes nothing)."""
