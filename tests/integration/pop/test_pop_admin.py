@@ -124,3 +124,44 @@ def test_pop_clients_in_consumer_connection_and_progress(cluster, mq, client, ru
         assert prog["totals"]["inflight"] == 0
     finally:
         run(consumer.shutdown())
+
+
+def test_query_assignment_and_message_request_mode(cluster, client, run):
+    from mq.common.message import MessageQueue
+    from mq.protocol.bodies import MessageModel
+    from mq.protocol.command import RemotingCommand
+    from mq.protocol.pop_bodies import (MessageRequestMode, QueryAssignmentRequestBody, QueryAssignmentResponseBody,
+                                        SetMessageRequestModeRequestBody)
+
+    from ..broker.wire import heartbeat_cmd
+
+    b = cluster.broker
+    b.topic_config.put(TopicConfig("AssignT", 4, 4))
+    run(b.register_all(force=True))
+    from mq.remoting import RemotingClient
+
+    other = RemotingClient(name="second-client")  # a consumer per connection
+    for c, cid in ((client, "10.0.0.1@a"), (other, "10.0.0.2@b")):
+        assert run(c.invoke(b.address, heartbeat_cmd(cid, consumer_group="AssignG", topic="AssignT"))).code == 0
+
+    def query(cid: str, model=MessageModel.CLUSTERING, strategy="AVG"):
+        body = QueryAssignmentRequestBody("AssignT", "AssignG", cid, strategy, model).to_json()
+        r = run(client.invoke(b.address, RemotingCommand.request(RequestCode.QUERY_ASSIGNMENT, {}, body)))
+        assert r.code == RC.SUCCESS, r.remark
+        return QueryAssignmentResponseBody.from_json(r.body).message_queue_assignments
+
+    a = query("10.0.0.1@a")
+    assert sorted(x.message_queue.queue_id for x in a) == [0, 1] and {x.mode for x in a} == {MessageRequestMode.PULL}
+    assert len(query("10.0.0.1@a", MessageModel.BROADCASTING)) == 4
+    assert query("10.0.0.1@a", strategy="NO_SUCH") is None
+    mode = SetMessageRequestModeRequestBody("AssignT", "AssignG", MessageRequestMode.POP, 0).to_json()
+    r = run(client.invoke(b.address, RemotingCommand.request(RequestCode.SET_MESSAGE_REQUEST_MODE, {}, mode)))
+    assert r.code == RC.SUCCESS
+    a = query("10.0.0.2@b")
+    assert [(x.message_queue, x.mode) for x in a] == [(MessageQueue("AssignT", b.broker_name, -1),
+                                                       MessageRequestMode.POP)]
+    bad = SetMessageRequestModeRequestBody("%RETRY%AssignG", "AssignG", MessageRequestMode.POP).to_json()
+    r = run(client.invoke(b.address, RemotingCommand.request(RequestCode.SET_MESSAGE_REQUEST_MODE, {}, bad)))
+    assert r.code == RC.NO_PERMISSION
+    assert b.assignment_processor.modes.file.path.exists()
+    run(other.close())
