@@ -6,7 +6,7 @@ INVALID (the message is still in flight under the new handle), and changing the 
 replaced handle is refused (it would write a checkpoint for a message that is done, and bring it back). An entry
 lives until its handle's own revive time, after which every use is EXPIRED anyway.
 
-Bounded: at most ``capacity`` entries (the oldest are forgotten first, after the expired ones), each a 64-bit
+Bounded: at most ``capacity`` entries (the oldest are forgotten first; expired ones when looked up), each a 64-bit
 hash of (real topic, queue, checkpoint start offset, pop time, group, offset) and its expiry. Not persisted:
 after a restart a finished handle behaves as in RocketMQ (an ack of it changes nothing).
 """
@@ -34,12 +34,9 @@ class FinishedHandles:
         if not self.capacity:
             return
         t = self._table
-        if len(t) >= self.capacity:
-            for k in [k for k, v in t.items() if v >> 1 <= now]:
-                del t[k]
-            while len(t) >= self.capacity:
-                del t[next(iter(t))]
         t.pop(key, None)
+        while len(t) >= self.capacity:  # the oldest first: O(1), and usually expired already
+            del t[next(iter(t))]
         t[key] = expiry << 1 | reason
 
     def reason(self, key: int, now: int) -> int | None:

@@ -275,10 +275,15 @@ class PopService:
         born = self.store_host
         batch = [R.build(rec, kind, self.revive_topic, born, fire) for rec, kind, fire in plan.records]
 
+        waited = False  # whether the answer waits for a flush (then other pops saw these queues busy)
+
         def finish(ok: bool, why: str) -> None:
             self.busy.difference_update(plan.busy)
             if ok:
                 plan.commit()
+                if waited and plan.result.rest_num > 0 and self.polling is not None:  # held pops: messages left
+                    key = plan.busy[0]
+                    self.polling.wake(X.origin_topic(key[0], key[1]), key[1])
                 msgs = plan.result.messages
                 if msgs:
                     self.c.stats.on_group_get(msgs[0].topic, plan.busy[0][1], len(msgs),
@@ -291,13 +296,14 @@ class PopService:
             done(plan.result)
 
         def after_dlq(res: PutMessageResult | None) -> None:
+            nonlocal waited
             if res is not None and res.status not in STORED:
                 finish(False, res.status.name)
                 return
             if dlq_left:
-                self.put(dlq_left.pop(0), after_dlq)
+                waited |= self.put(dlq_left.pop(0), after_dlq)
             else:
-                self.put_batch(batch, lambda r: finish(r.status in STORED, r.status.name))
+                waited |= self.put_batch(batch, lambda r: finish(r.status in STORED, r.status.name))
 
         dlq_left = list(dlq)
         after_dlq(None)

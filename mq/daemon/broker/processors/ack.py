@@ -5,7 +5,8 @@ acks of popped messages over remoting, answered through ``controller.pop_service
   its queue offset). SUCCESS; an expired or foreign handle NO_MESSAGE (the Java client reads any other code as
   "not acked"); TOPIC_NOT_EXIST; SYSTEM_ERROR when the ack could not be stored.
 - BATCH_ACK_MESSAGE: a ``BatchAckMessageRequestBody`` (one entry per checkpoint: its fields and a bit set of the
-  acked offsets); SUCCESS unless one could not be stored (SYSTEM_ERROR); no entries: NO_MESSAGE.
+  acked offsets); SUCCESS unless one could not be stored (SYSTEM_ERROR); no entries: NO_MESSAGE; more than
+  ``MAX_BATCH_ACK`` messages: INVALID_PARAMETER.
 - CHANGE_MESSAGE_INVISIBLETIME: answers ``ChangeInvisibleTimeResponseHeader`` (the new pop time, invisible time
   and revive queue, from which the client builds the new handle) with every code, zeros when refused.
 """
@@ -26,6 +27,8 @@ if TYPE_CHECKING:
     from mq.daemon.broker.controller import BrokerController
 
 RC = ResponseCode
+#: Messages one BATCH_ACK_MESSAGE may ack (a client acks a few pops' worth at a time).
+MAX_BATCH_ACK = 4096
 CODES = {
     AckStatus.OK: RC.SUCCESS,
     AckStatus.EXPIRED: RC.NO_MESSAGE,
@@ -77,8 +80,12 @@ class AckProcessor:
             return cmd.response(RC.NO_MESSAGE, "no acks in the request")
         broker = body.broker_name or self.c.broker_name
         jobs = []
+        total = 0
         for ba in body.acks:
             offsets = ba.offsets()
+            total += len(offsets)
+            if total > MAX_BATCH_ACK:
+                return cmd.response(RC.INVALID_PARAMETER, f"a batch ack acks at most {MAX_BATCH_ACK} messages")
             if not offsets:
                 continue
             handles = [X.build(ba.start_offset, ba.pop_time, ba.invisible_time, ba.revive_queue_id, ba.retry, broker,
