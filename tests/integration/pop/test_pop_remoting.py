@@ -310,8 +310,10 @@ def test_fifo_pop_blocks_the_queue_and_attempt_id_repeats_the_batch(broker_facto
         assert [m.body for m, _ in again] == [b"o0", b"o1"]
         # ack o0 only; after the invisible time o1 comes back first, its attempt raised
         assert (await client.invoke(b.address, ack_cmd("PopO", again[0][1]))).code == RC.SUCCESS
-        await asyncio.sleep(1.2)
-        r = await client.invoke(b.address, pop_cmd("PopO", n=2, invisible=1000, order=True, attempt="A3"))
+        t0 = time.monotonic()  # a long-polling pop waits for the queue to free itself
+        r = await client.invoke(b.address, pop_cmd("PopO", n=2, invisible=1000, order=True, attempt="A3",
+                                                   poll=5000), timeout=10)
+        assert 0.3 < time.monotonic() - t0 < 3
         rh = H.PopMessageResponseHeader.from_ext(r.ext_fields)
         counts = X.parse_order_count_info(rh.order_count_info)
         third = handles(r, b.broker_name)

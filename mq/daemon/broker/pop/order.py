@@ -105,6 +105,12 @@ class OrderInfoManager:
         info = self.table.get((topic, group, queue_id))
         return info.acked if info is not None else set()
 
+    def next_unblock(self, topic: str, group: str, queue_id: int, now: int) -> int | None:
+        """The earliest time a blocked queue of ``group`` on ``topic`` (``queue_id``, or any: -1) frees itself."""
+        times = [t for (tp, g, q), i in self.table.items() if tp == topic and g == group and queue_id in (-1, q)
+                 and i.blocked(None, now) for t in (i.free_at(),) if t is not None]
+        return min(times) if times else None
+
     def in_flight(self, topic: str, group: str) -> int:
         """Un-acked offsets of FIFO batches of ``group`` on ``topic`` (any queue)."""
         return sum(len([o for o in i.offsets if o not in i.acked])

@@ -199,14 +199,19 @@ class PopService:
 
     def _attempt(self, req: PopRequest, flt: Filter, done: Callable[[PopResult], None], conn: Any,
                  deadline: float, may_hold: bool) -> None:
-        plan = self.reader.read(req, flt, self.now())
+        now = self.now()
+        plan = self.reader.read(req, flt, now)
         if plan.result.status is PopStatus.NO_NEW_MSG and not plan.records and not plan.dlq and may_hold:
             left = deadline - time.monotonic()
             if left > 0:
                 retry_topics = tuple(self.retry_topics(req.topic, req.group)) if not req.order else ()
+                if req.order:  # a blocked FIFO queue frees itself when its time passes: look again then
+                    free = self.order.next_unblock(req.topic, req.group, req.queue_id, now)
+                    if free is not None:
+                        left = min(left, max(0.0, free - now) / 1000.0 + 0.01)
 
-                def retry(timed_out: bool) -> None:
-                    self._attempt(req, flt, done, conn, deadline, not timed_out)
+                def retry(_timed_out: bool) -> None:
+                    self._attempt(req, flt, done, conn, deadline, deadline - time.monotonic() > 0.005)
                 assert self.polling is not None
                 if self.polling.hold(req.topic, req.group, req.queue_id, retry_topics, left, retry, conn):
                     return
