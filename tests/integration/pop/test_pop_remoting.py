@@ -350,3 +350,33 @@ def test_acked_messages_stay_acked_across_a_restart(broker_factory, client, run,
         assert r.code == RC.POLLING_TIMEOUT  # "done" never comes back; nothing new in the topic either
 
     run(after())
+
+
+def test_fifo_state_survives_a_restart(broker_factory, client, run, tmp_path):
+    store = str(tmp_path / "fifo-restart")
+    b = broker_factory(store_dir=store, **FAST)
+
+    async def main():
+        await make_topic(b, "PopOR", 1)
+        await send(client, b, "PopOR", [b"f0", b"f1", b"f2"])
+        got = handles(await client.invoke(b.address, pop_cmd("PopOR", n=2, invisible=2500, order=True)),
+                      b.broker_name)
+        assert [m.body for m, _ in got] == [b"f0", b"f1"]
+        assert (await client.invoke(b.address, ack_cmd("PopOR", got[0][1]))).code == RC.SUCCESS
+        await b.stop()
+
+    run(main())
+    b2 = broker_factory(store_dir=store, **FAST)
+
+    async def after():
+        # still blocked after the restart: f1 is in flight until its invisible time passes
+        r = await client.invoke(b2.address, pop_cmd("PopOR", n=2, invisible=60_000, order=True))
+        assert r.code == RC.POLLING_TIMEOUT
+        r = await client.invoke(b2.address, pop_cmd("PopOR", n=2, invisible=60_000, order=True, poll=8000),
+                                timeout=12)
+        back = handles(r, b2.broker_name)
+        assert [m.body for m, _ in back] == [b"f1", b"f2"]  # f0 was acked: never again
+        counts = X.parse_order_count_info(H.PopMessageResponseHeader.from_ext(r.ext_fields).order_count_info)
+        assert counts[f"0@qo0%{back[0][0].queue_offset}"] == 1
+
+    run(after())
