@@ -380,3 +380,24 @@ def test_fifo_state_survives_a_restart(broker_factory, client, run, tmp_path):
         assert counts[f"0@qo0%{back[0][0].queue_offset}"] == 1
 
     run(after())
+
+
+def test_peek_reads_without_popping(broker_factory, client, run):
+    b = broker_factory(**FAST)
+
+    async def main():
+        await make_topic(b, "PopK", 2)
+        await send(client, b, "PopK", [b"k0", b"k1"], 0)
+        await send(client, b, "PopK", [b"k2"], 1)
+        peek = H.PeekMessageRequestHeader(topic="PopK", queue_id=-1, max_msg_nums=32, consumer_group="G")
+        for _ in range(2):  # twice: a peek changes nothing
+            r = await client.invoke(b.address, RemotingCommand.request(RequestCode.PEEK_MESSAGE, peek.to_ext()))
+            assert r.code == RC.SUCCESS and sorted(m.body for m in records(r)) == [b"k0", b"k1", b"k2"]
+        assert len(handles(await client.invoke(b.address, pop_cmd("PopK")), b.broker_name)) == 3
+        r = await client.invoke(b.address, RemotingCommand.request(RequestCode.PEEK_MESSAGE, peek.to_ext()))
+        assert r.code == RC.POLLING_TIMEOUT  # the group's offsets moved past them
+        bad = H.PeekMessageRequestHeader(topic="PopK", queue_id=9, max_msg_nums=1, consumer_group="G")
+        r = await client.invoke(b.address, RemotingCommand.request(RequestCode.PEEK_MESSAGE, bad.to_ext()))
+        assert r.code == RC.INVALID_PARAMETER
+
+    run(main())
