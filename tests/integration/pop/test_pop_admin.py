@@ -126,7 +126,7 @@ def test_pop_clients_in_consumer_connection_and_progress(cluster, mq, client, ru
         run(consumer.shutdown())
 
 
-def test_query_assignment_and_message_request_mode(cluster, client, run):
+def test_query_assignment_and_message_request_mode(cluster, client, run, mq):
     from mq.common.message import MessageQueue
     from mq.protocol.bodies import MessageModel
     from mq.protocol.command import RemotingCommand
@@ -154,9 +154,7 @@ def test_query_assignment_and_message_request_mode(cluster, client, run):
     assert sorted(x.message_queue.queue_id for x in a) == [0, 1] and {x.mode for x in a} == {MessageRequestMode.PULL}
     assert len(query("10.0.0.1@a", MessageModel.BROADCASTING)) == 4
     assert query("10.0.0.1@a", strategy="NO_SUCH") is None
-    mode = SetMessageRequestModeRequestBody("AssignT", "AssignG", MessageRequestMode.POP, 0).to_json()
-    r = run(client.invoke(b.address, RemotingCommand.request(RequestCode.SET_MESSAGE_REQUEST_MODE, {}, mode)))
-    assert r.code == RC.SUCCESS
+    ok(mq("setConsumeMode", "-g", "AssignG", "-t", "AssignT", "-m", "POP", "-c", "DefaultCluster"))
     a = query("10.0.0.2@b")
     assert [(x.message_queue, x.mode) for x in a] == [(MessageQueue("AssignT", b.broker_name, -1),
                                                        MessageRequestMode.POP)]
