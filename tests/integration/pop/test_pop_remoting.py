@@ -401,3 +401,21 @@ def test_peek_reads_without_popping(broker_factory, client, run):
         assert r.code == RC.INVALID_PARAMETER
 
     run(main())
+
+
+def test_a_fifo_group_pops_fifo_whatever_the_request_says(broker_factory, client, run):
+    from mq.protocol.bodies import SubscriptionGroupConfig
+
+    b = broker_factory(**FAST)
+
+    async def main():
+        b.subscription_groups.put(SubscriptionGroupConfig(group_name="GF", consume_message_orderly=True))
+        await make_topic(b, "PopFG", 1)
+        await send(client, b, "PopFG", [b"a", b"b"])
+        r = await client.invoke(b.address, pop_cmd("PopFG", "GF", n=1, order=False))
+        assert H.PopMessageResponseHeader.from_ext(r.ext_fields).revive_qid == X.ORDER_REVIVE_QID
+        assert [m.body for m, _ in handles(r, b.broker_name)] == [b"a"]
+        r = await client.invoke(b.address, pop_cmd("PopFG", "GF", n=1, order=False))
+        assert r.code == RC.POLLING_TIMEOUT  # the queue is blocked until "a" is acked
+
+    run(main())

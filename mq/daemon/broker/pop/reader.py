@@ -16,6 +16,7 @@ read from a retry topic are re-encoded with the consumed topic and ``POP_CK``, a
 
 from __future__ import annotations
 
+import logging
 import random
 import struct
 from dataclasses import dataclass, field
@@ -23,16 +24,27 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from mq.common import properties as P
 from mq.common import sysflag as SF
+from mq.common import topic as T
 from mq.common.record import decode_record, encode_record
+from mq.common.sql_filter import Sql92SyntaxError
+from mq.common.tags import parse_subscription
 from mq.daemon.broker.pop import records as R
 from mq.daemon.broker.pop.contract import InitMode, PoppedMessage, PopRequest, PopResult, PopStatus
+from mq.daemon.broker.pop.revived import REVIVE_KEY
+from mq.daemon.broker.property_filter import SQL92, commit_log_filter
+from mq.daemon.broker.requeue import rebuild
+from mq.daemon.broker.topic_config import PERM_READ
+from mq.errors import InvalidTopicError
 from mq.protocol import extra_info as X
 from mq.store.status import GetMessageStatus
 
 if TYPE_CHECKING:
     from mq.daemon.broker.pop.service import PopService
 
+log = logging.getLogger(__name__)
 _G = GetMessageStatus
+#: Messages one pop returns at most (RocketMQ's limit).
+MAX_BATCH = 32
 _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
 _RECONSUME_OFFSET_V4 = 72
@@ -172,6 +184,7 @@ class PopReader:
             if is_retry:
                 m = decode_record(buf)
                 m.properties[P.POP_CK] = extra
+                m.properties.pop(REVIVE_KEY, None)
                 m.topic = req.topic
                 buf = encode_record(m)
             reconsume = counts.get(qoff, 0) if req.order else record_reconsume_times(buf)
@@ -214,6 +227,73 @@ class PopReader:
                 pop.add_inflight(topic, group, qid, n)
             plan.commits.append(commit_ck)
         return left
+
+    def check(self, req: PopRequest) -> tuple[PopResult | None, Filter]:
+        """The request checked (broker, batch size, invisible time, names, topic, queue, group, filter): (None,
+        its filter), or (the refusing PopResult, an empty filter)."""
+        c = self.c
+        cfg = c.config
+
+        def bad(status: PopStatus, remark: str) -> tuple[PopResult, Filter]:
+            return PopResult(status, pop_time=self.pop.now(), invisible_time=req.invisible_time_ms,
+                             revive_qid=X.ORDER_REVIVE_QID if req.order else 0, remark=remark), Filter()
+        if not self.pop.started:
+            return bad(PopStatus.UNAVAILABLE, f"the broker[{c.address}] does not pop: "
+                       + ("it is a slave" if c.is_slave else "pop is not started"))
+        if not cfg.broker_permission & PERM_READ:
+            return bad(PopStatus.NO_PERMISSION, f"the broker[{c.address}] pop message is forbidden")
+        if not 0 < req.max_messages <= MAX_BATCH:
+            return bad(PopStatus.INVALID_PARAMETER, f"the broker[{c.address}] pop message's num must be in "
+                       f"1..{MAX_BATCH}, not {req.max_messages}")
+        if not 0 <= req.invisible_time_ms <= cfg.max_invisible_time_mills:
+            return bad(PopStatus.INVALID_PARAMETER, f"invisibleTime {req.invisible_time_ms} ms is not in "
+                       f"0..{cfg.max_invisible_time_mills} (maxInvisibleTimeMills)")
+        try:
+            T.validate_group(req.group)
+            T.validate_topic(req.topic)
+        except InvalidTopicError as exc:
+            return bad(PopStatus.INVALID_PARAMETER, str(exc))
+        tc = c.topic_config.get(req.topic)
+        if tc is None:
+            return bad(PopStatus.TOPIC_NOT_EXIST, f"topic[{req.topic}] not exist, apply first please!")
+        if not tc.perm & PERM_READ:
+            return bad(PopStatus.NO_PERMISSION, f"the topic[{req.topic}] pop message is forbidden")
+        if req.queue_id >= tc.read_queue_nums or req.queue_id < -1:
+            return bad(PopStatus.INVALID_PARAMETER, f"queueId[{req.queue_id}] is illegal, topic:[{req.topic}] "
+                       f"topicConfig.readQueueNums:[{tc.read_queue_nums}]")
+        sgc = c.subscription_groups.find_or_create(req.group)
+        if sgc is None:
+            return bad(PopStatus.GROUP_NOT_EXIST, f"subscription group [{req.group}] does not exist")
+        if not sgc.consume_enable:
+            return bad(PopStatus.NO_PERMISSION, f"subscription group no permission, {req.group}")
+        etype = (req.expression_type or "TAG").upper()
+        expr = req.expression or "*"
+        if etype == "TAG":
+            sub = parse_subscription(req.topic, expr)
+            return None, Filter(None if sub.is_all else frozenset(sub.code_set))
+        if etype != SQL92:
+            return bad(PopStatus.FILTER_ERROR, f"unknown expression type {etype[:20]!r}: TAG or SQL92")
+        if not cfg.enable_property_filter:
+            return bad(PopStatus.FILTER_ERROR, "The broker does not support consumer to filter message by SQL92")
+        try:
+            sql = c.consumers.filter_cache.compile(req.topic, expr)
+        except Sql92SyntaxError as exc:
+            return bad(PopStatus.FILTER_ERROR, f"parse the consumer's subscription failed: {exc}")
+        return None, Filter(None, commit_log_filter(sql))
+
+    def dlq_input(self, buf: bytes, topic: str, group: str) -> Any:
+        """The store input moving a FIFO message past its max attempts to ``%DLQ%{group}``."""
+        m = decode_record(buf)
+        origin = X.origin_topic(topic, group)
+        props = dict(m.properties)
+        props.setdefault(P.RETRY_TOPIC, origin)
+        props[P.DLQ_ORIGIN_TOPIC] = origin
+        props[P.DLQ_ORIGIN_MESSAGE_ID] = props.get(P.UNIQ_CLIENT_MESSAGE_ID_KEYIDX) or m.msg_id
+        props.setdefault(P.ORIGIN_MESSAGE_ID, m.msg_id)
+        dlq = T.dlq_topic(group)
+        self.c.topic_config.create_system(dlq, 1, self.c.config.dlq_topic_perm)
+        log.info("pop: FIFO message %s of group %s reached its max attempts: moved to %s", m.msg_id, group, dlq)
+        return rebuild(m, dlq, 0, props, reconsume_times=m.reconsume_times + 1)
 
     # -- offsets ---------------------------------------------------------------------------------------------
     def offset(self, topic: str, group: str, queue_id: int, init_mode: InitMode, is_retry: bool) -> int:

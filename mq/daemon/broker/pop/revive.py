@@ -14,10 +14,11 @@ It is the timer's design (``mq.daemon.broker.timer``) applied to the revive log 
    group's retryMaxTimes, to ``%DLQ%{group}``.
 
 Every ``popReviveFlushIntervalMs`` the touched bucket files are fsynced, the consumer offsets and FIFO order
-info are written, and ``checkpoint.json`` records (watermark, enqueue offset). After a restart or a crash the
+info are written, and ``checkpoint.json`` records (watermark, enqueue offset); ``revived.py`` keeps a slot re-run
+after a crash from reviving a message a second time. After a restart or a crash the
 bucket files are cut back to the checkpoint and re-filed from the log, and the FIFO and offset records after the
 checkpoint are replayed into the pop service's state (``replay``). Deleting ``<store>/pop`` loses nothing that
-is still in the log. A slot being revived when the broker died is revived again: at least once, as RocketMQ.
+is still in the log. A slot being revived when the broker died runs again, and skips what it revived before.
 Memory holds only the near window's entries, whatever the backlog of in-flight messages.
 """
 
@@ -33,6 +34,7 @@ from mq.common import properties as P
 from mq.common import topic as T
 from mq.common.record import decode_record
 from mq.daemon.broker.pop import records as R
+from mq.daemon.broker.pop.revived import REVIVE_KEY, read_scan_from, revive_key, scan, write_scan_from
 from mq.daemon.broker.requeue import STORED, load, put_async, rebuild
 from mq.daemon.broker.timer.buckets import TimerStore
 from mq.errors import RemoteProtocolError
@@ -61,6 +63,9 @@ class PopReviveService:
                                 precision_ms=self.precision, bucket_span_ms=cfg.pop_revive_bucket_span_sec * 1000)
         self.revived = 0
         self.dead = 0
+        #: revive keys found after the last checkpoint on open (-> revive time): not revived again
+        self._revived_before: dict[str, int] = {}
+        self._revived_until = 0
         self._slot_done: set[tuple[R.CkKey, int]] = set()
         self._task: asyncio.Task | None = None
         self._stopping = False
@@ -80,6 +85,13 @@ class PopReviveService:
         cq = self._cq()
         if cq is not None and self.store.enqueue_offset < cq.min_offset:
             self.store.enqueue_offset = cq.min_offset
+        scan_from = read_scan_from(self.store.dir)
+        if scan_from is not None:
+            self._revived_before = scan(self.pop.c.store, scan_from)
+            self._revived_until = max(self._revived_before.values(), default=0)
+            if self._revived_before:
+                log.info("pop revive: %d revival(s) after the last checkpoint will not be repeated",
+                         len(self._revived_before))
         replayed = self.replay(now)
         self.running = True
         log.info("pop revive: watermark %d, enqueue offset %d, %d buckets pending, %d records replayed",
@@ -223,18 +235,22 @@ class PopReviveService:
     def checkpoint(self) -> None:
         st = self.store
         offset = self._checkpoint_offset()
+        scan_from = self.pop.c.store.get_max_phy_offset()  # every later revival is of a slot after the watermark
         self.pop.persist_state()
         st.sync_files(st.dirty_files())
         st.write_checkpoint(st.watermark, offset)
+        write_scan_from(st.dir, scan_from, st.fsync)
 
     async def checkpoint_async(self, loop: asyncio.AbstractEventLoop) -> None:
         st = self.store
         offset = self._checkpoint_offset()  # before the state: what it holds covers every record below offset
+        scan_from = self.pop.c.store.get_max_phy_offset()
         self.pop.persist_state()
         files = st.dirty_files()
         if files:
             await loop.run_in_executor(None, st.sync_files, files)
         st.write_checkpoint(st.watermark, offset)
+        write_scan_from(st.dir, scan_from, st.fsync)
 
     # -- revival -----------------------------------------------------------------------------------------------
     async def _revive_due(self, safe_now: int) -> None:
@@ -249,6 +265,8 @@ class PopReviveService:
                 return  # a put failed: the slot stays and is retried on the next turn
             self._slot_done.clear()
             st.finish(slot)
+            if self._revived_before and st.watermark > self._revived_until:
+                self._revived_before.clear()
 
     async def _revive_slot(self, entries: list[tuple[int, int, int, int]]) -> bool:
         store = self.pop.c.store
@@ -293,9 +311,13 @@ class PopReviveService:
             log.warning("pop revive: %s queue %d offset %d of group %s is gone; not revived", ck.topic,
                         ck.queue_id, offset, ck.group)
             return True
+        key = revive_key(ck.revive_time, ck.topic, ck.queue_id, ck.start_offset, ck.pop_time, ck.group, offset)
+        if key in self._revived_before:
+            return True  # revived before the crash, after the last checkpoint
         origin = origin_topic(ck.topic, ck.group)
         reconsume = msg.reconsume_times + 1
         props = dict(msg.properties)
+        props[REVIVE_KEY] = key
         if msg.reconsume_times == 0 or P.FIRST_POP_TIME not in props:
             props[P.FIRST_POP_TIME] = str(ck.pop_time)
         props.pop(P.POP_CK, None)

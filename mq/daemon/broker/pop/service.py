@@ -26,6 +26,7 @@ restart, as RocketMQ's.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import itertools
 import logging
 import time
@@ -34,12 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-from mq.common import properties as P
-from mq.common import topic as T
 from mq.common.hosts import pack_host
-from mq.common.record import decode_record
-from mq.common.sql_filter import Sql92SyntaxError
-from mq.common.tags import parse_subscription
 from mq.daemon.broker.pop import records as R
 from mq.daemon.broker.pop.acks import AckHandler
 from mq.daemon.broker.pop.contract import (AckResult, ChangeInvisibleResult, GroupSettings, PopRequest,
@@ -49,11 +45,9 @@ from mq.daemon.broker.pop.order import OrderInfoManager
 from mq.daemon.broker.pop.polling import PopPollingService
 from mq.daemon.broker.pop.reader import Filter, PopPlan, PopReader
 from mq.daemon.broker.pop.revive import RETRY_QUEUE_NUMS, PopReviveService
-from mq.daemon.broker.property_filter import SQL92, commit_log_filter
-from mq.daemon.broker.requeue import STORED, rebuild
-from mq.daemon.broker.topic_config import PERM_READ
-from mq.errors import InvalidTopicError
+from mq.daemon.broker.requeue import STORED
 from mq.protocol import extra_info as X
+from mq.protocol.bodies import CustomizedRetryPolicy, ExponentialRetryPolicy, SubscriptionGroupConfig
 from mq.store.status import PutMessageResult
 
 if TYPE_CHECKING:
@@ -61,7 +55,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-MAX_BATCH = 32
 MESSAGE_TYPE_ATTRIBUTE = "message.type"
 
 
@@ -163,10 +156,8 @@ class PopService:
         return await self.acks.forward_to_dead_letter(group, topic, handle)
 
     def group_settings(self, group: str) -> GroupSettings:
-        sgc = self.c.subscription_groups.find_or_create(group)
-        from mq.protocol.bodies import CustomizedRetryPolicy, ExponentialRetryPolicy, SubscriptionGroupConfig
-
-        sgc = sgc or SubscriptionGroupConfig(group_name=group)
+        """The group's FIFO flag, max attempts and retry backoff (the group is created as a pop would)."""
+        sgc = self.c.subscription_groups.find_or_create(group) or SubscriptionGroupConfig(group_name=group)
         gp = sgc.retry_policy()
         cust = gp.customized_retry_policy or CustomizedRetryPolicy()
         expo = gp.exponential_retry_policy or ExponentialRetryPolicy()
@@ -188,10 +179,13 @@ class PopService:
     def pop_cb(self, req: PopRequest, done: Callable[[PopResult], None], conn: Any = None) -> None:
         """Pop, then ``done(result)`` exactly once (before returning when nothing has to wait). A pop that finds
         nothing waits up to ``poll_time_ms`` for a message (``conn``: dropped when it closes)."""
-        bad, flt = self._check(req)
+        bad, flt = self.reader.check(req)
         if bad is not None:
             done(bad)
             return
+        sgc = self.c.subscription_groups.get(req.group)
+        if sgc is not None and sgc.orderly and not req.order:  # a FIFO group pops FIFO, whatever the request says
+            req = dataclasses.replace(req, order=True)
         cfg = self.c.config
         poll = min(max(req.poll_time_ms, 0), cfg.pop_max_poll_time_ms)
         deadline = time.monotonic() + poll / 1000.0
@@ -219,64 +213,13 @@ class PopService:
                 plan.result.remark = "too many pop requests are waiting for messages"
         self._store_plan(plan, done)
 
-    def _check(self, req: PopRequest) -> tuple[PopResult | None, Filter]:
-        c = self.c
-        cfg = c.config
-
-        def bad(status: PopStatus, remark: str) -> tuple[PopResult, Filter]:
-            return PopResult(status, pop_time=self.now(), invisible_time=req.invisible_time_ms,
-                             revive_qid=X.ORDER_REVIVE_QID if req.order else 0, remark=remark), Filter()
-        if not self.started:
-            return bad(PopStatus.UNAVAILABLE, f"the broker[{c.address}] does not pop: "
-                       + ("it is a slave" if c.is_slave else "pop is not started"))
-        if not cfg.broker_permission & PERM_READ:
-            return bad(PopStatus.NO_PERMISSION, f"the broker[{c.address}] pop message is forbidden")
-        if not 0 < req.max_messages <= MAX_BATCH:
-            return bad(PopStatus.INVALID_PARAMETER, f"the broker[{c.address}] pop message's num must be in "
-                       f"1..{MAX_BATCH}, not {req.max_messages}")
-        if not 0 <= req.invisible_time_ms <= cfg.max_invisible_time_mills:
-            return bad(PopStatus.INVALID_PARAMETER, f"invisibleTime {req.invisible_time_ms} ms is not in "
-                       f"0..{cfg.max_invisible_time_mills} (maxInvisibleTimeMills)")
-        try:
-            T.validate_group(req.group)
-            T.validate_topic(req.topic)
-        except InvalidTopicError as exc:
-            return bad(PopStatus.INVALID_PARAMETER, str(exc))
-        tc = c.topic_config.get(req.topic)
-        if tc is None:
-            return bad(PopStatus.TOPIC_NOT_EXIST, f"topic[{req.topic}] not exist, apply first please!")
-        if not tc.perm & PERM_READ:
-            return bad(PopStatus.NO_PERMISSION, f"the topic[{req.topic}] pop message is forbidden")
-        if req.queue_id >= tc.read_queue_nums or req.queue_id < -1:
-            return bad(PopStatus.INVALID_PARAMETER, f"queueId[{req.queue_id}] is illegal, topic:[{req.topic}] "
-                       f"topicConfig.readQueueNums:[{tc.read_queue_nums}]")
-        sgc = c.subscription_groups.find_or_create(req.group)
-        if sgc is None:
-            return bad(PopStatus.GROUP_NOT_EXIST, f"subscription group [{req.group}] does not exist")
-        if not sgc.consume_enable:
-            return bad(PopStatus.NO_PERMISSION, f"subscription group no permission, {req.group}")
-        etype = (req.expression_type or "TAG").upper()
-        expr = req.expression or "*"
-        if etype == "TAG":
-            sub = parse_subscription(req.topic, expr)
-            return None, Filter(None if sub.is_all else frozenset(sub.code_set))
-        if etype != SQL92:
-            return bad(PopStatus.FILTER_ERROR, f"unknown expression type {etype[:20]!r}: TAG or SQL92")
-        if not cfg.enable_property_filter:
-            return bad(PopStatus.FILTER_ERROR, "The broker does not support consumer to filter message by SQL92")
-        try:
-            sql = c.consumers.filter_cache.compile(req.topic, expr)
-        except Sql92SyntaxError as exc:
-            return bad(PopStatus.FILTER_ERROR, f"parse the consumer's subscription failed: {exc}")
-        return None, Filter(None, commit_log_filter(sql))
-
     def _store_plan(self, plan: PopPlan, done: Callable[[PopResult], None]) -> None:
         """Write the plan's records (DLQ moves first), then commit its state changes and answer."""
         if not plan.records and not plan.dlq:
             done(plan.result)
             return
         self.busy.update(plan.busy)
-        dlq = [self._dlq_input(buf, topic, group) for buf, topic, group in plan.dlq]
+        dlq = [self.reader.dlq_input(buf, topic, group) for buf, topic, group in plan.dlq]
         born = self.store_host
         batch = [R.build(rec, kind, self.revive_topic, born, fire) for rec, kind, fire in plan.records]
 
@@ -312,19 +255,6 @@ class PopService:
 
         dlq_left = list(dlq)
         after_dlq(None)
-
-    def _dlq_input(self, buf: bytes, topic: str, group: str) -> Any:
-        m = decode_record(buf)
-        origin = X.origin_topic(topic, group)
-        props = dict(m.properties)
-        props.setdefault(P.RETRY_TOPIC, origin)
-        props[P.DLQ_ORIGIN_TOPIC] = origin
-        props[P.DLQ_ORIGIN_MESSAGE_ID] = props.get(P.UNIQ_CLIENT_MESSAGE_ID_KEYIDX) or m.msg_id
-        props.setdefault(P.ORIGIN_MESSAGE_ID, m.msg_id)
-        dlq = T.dlq_topic(group)
-        self.c.topic_config.create_system(dlq, 1, self.c.config.dlq_topic_perm)
-        log.info("pop: FIFO message %s of group %s reached its max attempts: moved to %s", m.msg_id, group, dlq)
-        return rebuild(m, dlq, 0, props, reconsume_times=m.reconsume_times + 1)
 
     # -- shared helpers ----------------------------------------------------------------------------------------
     @property
