@@ -120,10 +120,11 @@ class PopService:
         return self.polling
 
     async def stop(self) -> None:
+        """Answer held pops (UNAVAILABLE), finish the slot being revived and write a last checkpoint."""
+        self.started = False
         if self.polling is not None:
             self.polling.drop_all()
         await self.revive.stop()
-        self.started = False
 
     def connection_closed(self, conn: Any) -> None:
         if self.polling is not None:
@@ -193,6 +194,10 @@ class PopService:
 
     def _attempt(self, req: PopRequest, flt: Filter, done: Callable[[PopResult], None], conn: Any,
                  deadline: float, may_hold: bool) -> None:
+        if not self.started:  # stopped while the pop was held
+            done(PopResult(PopStatus.UNAVAILABLE, pop_time=self.now(), invisible_time=req.invisible_time_ms,
+                           remark="the broker is stopping"))
+            return
         now = self.now()
         plan = self.reader.read(req, flt, now)
         if plan.result.status is PopStatus.NO_NEW_MSG and not plan.records and not plan.dlq and may_hold:
