@@ -202,7 +202,7 @@ class AckHandler:
             if bad is not None:
                 done(ChangeInvisibleResult(bad.status, remark=bad.remark))
                 return
-            visible = now + invisible_time_ms
+            visible = max(now + invisible_time_ms, ei.pop_time)  # a FIFO pop time may be a little ahead of now
             rec = R.OrderRecord(R.ORDER_CHANGE, real, ei.queue_id, ei.pop_time, group, [offset], next_visible=visible)
             extra = X.build(ei.ck_queue_offset, ei.pop_time, visible - ei.pop_time, X.ORDER_REVIVE_QID, ei.retry,
                             ei.broker_name, ei.queue_id, offset)

@@ -45,6 +45,8 @@ class OrderInfo:
     next_visible: dict[int, int] = field(default_factory=dict)
     acked: set[int] = field(default_factory=set)
     last_touch: int = 0
+    #: offsets acked out of order in earlier batches, above the group's offset: never delivered again
+    done: set[int] = field(default_factory=set)
 
     def blocked(self, attempt_id: str | None, now: int) -> bool:
         if not self.offsets:
@@ -73,7 +75,7 @@ class OrderInfo:
         return {"popTime": self.pop_time, "i": self.invisible_time, "o": self.offsets, "a": self.attempt_id,
                 "oc": {str(k): v for k, v in self.counts.items()},
                 "ot": {str(k): v for k, v in self.next_visible.items()},
-                "ack": sorted(self.acked), "l": self.last_touch}
+                "ack": sorted(self.acked), "l": self.last_touch, "done": sorted(self.done)}
 
     @classmethod
     def from_json(cls, d: dict) -> "OrderInfo":
@@ -81,7 +83,8 @@ class OrderInfo:
                    None if d.get("a") is None else str(d["a"]),
                    {int(k): int(v) for k, v in (d.get("oc") or {}).items()},
                    {int(k): int(v) for k, v in (d.get("ot") or {}).items()},
-                   {int(x) for x in d.get("ack") or []}, int(d.get("l") or 0))
+                   {int(x) for x in d.get("ack") or []}, int(d.get("l") or 0),
+                   {int(x) for x in d.get("done") or []})
 
 
 Key = tuple[str, str, int]  # topic, group, queue id
@@ -101,9 +104,9 @@ class OrderInfoManager:
         return info is not None and info.blocked(attempt_id, now)
 
     def acked(self, topic: str, group: str, queue_id: int) -> set[int]:
-        """Offsets of the queue's current FIFO batch that are acked."""
+        """Offsets of the queue acked above the group's offset (in the current batch or out of order before)."""
         info = self.table.get((topic, group, queue_id))
-        return info.acked if info is not None else set()
+        return info.acked | info.done if info is not None else set()
 
     def next_unblock(self, topic: str, group: str, queue_id: int, now: int) -> int | None:
         """The earliest time a blocked queue of ``group`` on ``topic`` (``queue_id``, or any: -1) frees itself."""
@@ -130,11 +133,18 @@ class OrderInfoManager:
         return {o: old.counts.get(o, 0) + 1 if o in before else 0 for o in offsets}
 
     def update(self, attempt_id: str | None, topic: str, group: str, queue_id: int, pop_time: int,
-               invisible_time: int, offsets: list[int], now: int) -> dict[int, int]:
-        """Record a FIFO pop of ``offsets``; returns each offset's count of earlier deliveries."""
+               invisible_time: int, offsets: list[int], now: int, floor: int = -1) -> dict[int, int]:
+        """Record a FIFO pop of ``offsets`` after which the group's offset is ``floor``; returns each offset's
+        count of earlier deliveries."""
         counts = self.preview_counts(attempt_id, topic, group, queue_id, offsets)
+        old = self.table.get((topic, group, queue_id))
+        done: set[int] = set()
+        if old is not None:  # acked earlier, not in this batch, and still at or above the group's offset
+            lo = offsets[0] if offsets else floor
+            done = {o for o in old.done | old.acked if o >= lo} - set(offsets)
         self.table[(topic, group, queue_id)] = OrderInfo(pop_time, invisible_time, list(offsets), attempt_id,
-                                                         {o: n for o, n in counts.items() if n}, {}, set(), now)
+                                                         {o: n for o, n in counts.items() if n}, {}, set(), now,
+                                                         done)
         return counts
 
     def commit_and_next(self, topic: str, group: str, queue_id: int, offset: int, pop_time: int,
@@ -171,7 +181,7 @@ class OrderInfoManager:
             if info is not None and info.pop_time >= rec.pop_time:
                 return None  # already holds this pop or a later one
             self.update(rec.attempt_id, rec.topic, rec.group, rec.queue_id, rec.pop_time, rec.invisible_time,
-                        rec.offsets, now)
+                        rec.offsets, now, rec.start_offset)
             return rec.start_offset if rec.start_offset >= 0 else None
         if rec.kind == R.ORDER_ACK:
             nxt = self.commit_and_next(rec.topic, rec.group, rec.queue_id, rec.offsets[0], rec.pop_time, now)

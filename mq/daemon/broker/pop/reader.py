@@ -97,6 +97,9 @@ class PopReader:
         c = self.c
         cfg = c.config
         order = req.order
+        wall = now  # what blocks a FIFO queue is measured against the clock, not the pop time below
+        if order:  # every FIFO batch its own pop time: a handle of an earlier batch is told apart by it
+            now = self.pop.fifo_pop_time(now)
         result = PopResult(PopStatus.NO_NEW_MSG, pop_time=now, invisible_time=req.invisible_time_ms,
                            revive_qid=X.ORDER_REVIVE_QID if order else 0)
         plan = PopPlan(result)
@@ -120,7 +123,7 @@ class PopReader:
         sequence = (retry + main) if retry_first else (main + retry)
         rest = 0
         for topic, qid in sequence:
-            rest += self._read_queue(req, flt, topic, qid, now, plan, info)
+            rest += self._read_queue(req, flt, topic, qid, now, plan, info, wall)
         result.rest_num = rest
         if result.messages:
             result.status = PopStatus.FOUND
@@ -131,7 +134,7 @@ class PopReader:
 
     # -- one queue --------------------------------------------------------------------------------------------
     def _read_queue(self, req: PopRequest, flt: Filter, topic: str, qid: int, now: int, plan: PopPlan,
-                    info: dict[str, list[str]]) -> int:
+                    info: dict[str, list[str]], wall: int) -> int:
         """Read what fits of one queue into ``plan``; returns the messages left behind in it."""
         pop = self.pop
         c = self.c
@@ -145,15 +148,18 @@ class PopReader:
         if want <= 0 or key in pop.busy:
             return backlog
         if req.order:
-            if pop.order.blocked(req.attempt_id, topic, group, qid, now):
+            if pop.order.blocked(req.attempt_id, topic, group, qid, wall):
                 return 0
         elif pop.inflight_exceeded(topic, group, qid):
             return backlog
-        r = store.get_message(group, topic, qid, offset, want, flt.codes, message_filter=flt.message_filter)
+        # FIFO: offsets acked out of order (above the group's offset) are read and dropped: read as many more
+        acked = pop.order.acked(topic, group, qid) if req.order else set()
+        n = want + len(acked)
+        r = store.get_message(group, topic, qid, offset, n, flt.codes, message_filter=flt.message_filter)
         if r.status in _CORRECT and r.next_begin_offset != offset:
             offset = r.next_begin_offset  # the stored offset is outside the queue: start where the store says
             c.offsets.commit(req.client_host, group, topic, qid, offset)
-            r = store.get_message(group, topic, qid, offset, want, flt.codes, message_filter=flt.message_filter)
+            r = store.get_message(group, topic, qid, offset, n, flt.codes, message_filter=flt.message_filter)
         left = max(0, r.max_offset - r.next_begin_offset)
         if not r.message_count:
             if r.status in _SKIPPED and r.next_begin_offset > offset:
@@ -161,12 +167,10 @@ class PopReader:
             return left
         offsets = list(r.queue_offsets)
         bufs = list(r.buffers)
-        if req.order:  # offsets acked out of order in the previous batch are not delivered again
-            acked = pop.order.acked(topic, group, qid)
-            if acked:
-                keep = [i for i, o in enumerate(offsets) if o not in acked]
-                offsets = [offsets[i] for i in keep]
-                bufs = [bufs[i] for i in keep]
+        if acked:  # never delivered again
+            keep = [i for i, o in enumerate(offsets) if o not in acked][:want]
+            offsets = [offsets[i] for i in keep]
+            bufs = [bufs[i] for i in keep]
         result = plan.result
         flag = X.retry_flag(topic)
         broker = c.broker_name
@@ -201,14 +205,15 @@ class PopReader:
             if delivered:
                 info["order"] += X.order_count_entries(topic, qid, {o: counts[o] for o in delivered if counts[o]},
                                                        min(counts[o] for o in delivered))
+            floor = offsets[0] if offsets else nxt  # the group's offset after this pop
             plan.records.append((R.OrderRecord(R.ORDER_POP, topic, qid, now, group, offsets, req.invisible_time_ms,
-                                               req.attempt_id, offset), R.ORDER_POP, now))
+                                               req.attempt_id, floor), R.ORDER_POP, now))
             for o in dead:
                 plan.records.append((R.OrderRecord(R.ORDER_ACK, topic, qid, now, group, [o]), R.ORDER_ACK, now))
 
             def commit_fifo() -> None:
-                pop.order.update(req.attempt_id, topic, group, qid, now, req.invisible_time_ms, offsets, now)
-                nxt_fifo = offsets[0] if offsets else nxt
+                pop.order.update(req.attempt_id, topic, group, qid, now, req.invisible_time_ms, offsets, now, floor)
+                nxt_fifo = floor
                 for o in dead:
                     n = pop.order.commit_and_next(topic, group, qid, o, now, now)
                     if n >= 0:

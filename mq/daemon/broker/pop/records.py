@@ -17,7 +17,7 @@ time)::
     |    6 | oChg        | {c, t, q, pt, ao, nv}                  (FIFO change invisible)| not filed  |
     +------+-------------+---------------------------------------------------------------+------------+
 
-``so`` start offset, ``pt`` pop time, ``it`` invisible time, ``n`` messages, ``q`` queue, ``t`` real topic,
+``so`` start offset (of a FIFO pop: the group's offset after it), ``pt`` pop time, ``it`` invisible time, ``n`` messages, ``q`` queue, ``t`` real topic,
 ``c`` group, ``d`` each message's offset minus ``so``, ``bn`` broker name, ``nb`` the queue offset the pop
 moved the group to (-1: none), ``ao``/``aol`` acked offsets, ``a`` FIFO attempt id, ``nv`` next visible time.
 A checkpoint and its acks share ``(t, q, so, pt, c)`` (``key``) and their fire time, so they meet in one slot.

@@ -90,6 +90,7 @@ class PopService:
         self._pending: Counter[int] = Counter()
         self._order_dirty = False
         self._born: bytes | None = None
+        self._fifo_time = 0
         #: revive-log puts waiting for their flush: token -> the revive queue's max offset when issued
         self._unsettled: dict[int, int] = {}
         self._tokens = itertools.count()
@@ -107,6 +108,7 @@ class PopService:
         c.topic_config.create_system(self.revive_topic, 1, 6)
         self.order.load()
         self.revive.open(self.now())
+        self._fifo_time = max((i.pop_time for i in self.order.table.values()), default=0)
         self.started = True
         if loop_task and self.auto_revive:
             self.revive.start_loop()
@@ -357,6 +359,11 @@ class PopService:
 
     def on_revived(self, ck: R.CheckPoint, n: int) -> None:
         self.add_inflight(ck.topic, ck.group, ck.queue_id, -n)
+
+    def fifo_pop_time(self, now: int) -> int:
+        """A FIFO pop's time: ``now``, or one past the previous FIFO pop's when that is not before it."""
+        t = self._fifo_time = max(now, self._fifo_time + 1)
+        return t
 
     def order_changed(self) -> None:
         self._order_dirty = True
