@@ -74,6 +74,10 @@ class ConnectionBusyError(RemotingError):
     """A request to a peer was not sent: the peer has not read what was already sent to it."""
 
 
+class TopicAttributeError(MQError):
+    """A RocketMQ 5 topic attribute change that is malformed or not allowed; the message names the key and rule."""
+
+
 class InvalidTopicError(MQError):
     """A topic name breaks RocketMQ's rules; the message names the rule."""
 

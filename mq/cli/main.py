@@ -39,6 +39,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "resetOffsetByTime": ("mq.cli.consumer_admin:reset_offset_by_time", "Reset a group's offsets on a topic to a time."),
     "updateSubGroup": ("mq.cli.consumer_admin:update_sub_group", "Create or update a subscription group."),
     "deleteSubGroup": ("mq.cli.consumer_admin:delete_sub_group", "Delete a subscription group."),
+    "setConsumeMode": ("mq.cli.pop_admin:set_consume_mode", "Set a group's consume mode on a topic: PULL or POP."),
     "queryMsgByKey": ("mq.cli.query:query_msg_by_key", "Find messages of a topic by key."),
     "queryMsgById": ("mq.cli.query:query_msg_by_id", "Show a message by offsetMsgId or UNIQ_KEY."),
     "resumeCheckHalfMessage": ("mq.cli.transaction_admin:resume_check_half_message",
