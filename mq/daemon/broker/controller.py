@@ -82,6 +82,8 @@ class BrokerController:
         self.timer_service: Any = None
         # replication (mq.daemon.broker.ha): HAService on a master, HAClient on a slave; built in start()
         self.ha: Any = None
+        #: the gRPC endpoint for RocketMQ 5.x clients (mq.daemon.proxy), None when grpcServerPort is -1
+        self.grpc: Any = None
         self.slave_sync: Any = None
         self._tasks: list[asyncio.Task] = []
         self._started = False
@@ -177,7 +179,9 @@ class BrokerController:
             self._make_delivery_services()  # DELIVERY helper: before the processors, which use them
             register_all(self)
             await self._start_ha()
+            await self._start_grpc()
         except BaseException:
+            await self._stop_grpc()
             await self._stop_ha()
             await self.server.stop()
             if self.store is not None:
@@ -193,9 +197,10 @@ class BrokerController:
         self._started = True
         ok = await self.registrar.register_all(force=True)
         self.registrar.start()
-        log.info("broker %s (%s, id %d) listening on %s:%d, advertised %s, store %s; registered with %d/%d name "
+        log.info("broker %s (%s, id %d) listening on %s:%d, advertised %s%s, store %s; registered with %d/%d name "
                  "servers", self.broker_name, self.cluster, self.broker_id, self.config.host, self.port,
-                 self.address, self.store_config.store_path_root_dir, ok, len(self.config.namesrv_addrs))
+                 self.address, f", gRPC {self.grpc.advertised_address}" if self.grpc is not None else "",
+                 self.store_config.store_path_root_dir, ok, len(self.config.namesrv_addrs))
 
     def _open_store(self) -> None:
         assert self.poster is not None
@@ -230,6 +235,7 @@ class BrokerController:
         await self._stop_delivery_services()  # DELIVERY helper: before the store shuts down
         await cancel_tasks(*self._tasks)
         self._tasks = []
+        await self._stop_grpc()
         if self.hold_service is not None:
             self.hold_service.drop_all()
         await self.server.stop()
@@ -246,6 +252,29 @@ class BrokerController:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.stop()
+
+    # -- the gRPC endpoint (mq.daemon.proxy) ------------------------------------------------------------------
+    @property
+    def grpc_port(self) -> int | None:
+        """The bound gRPC port, None without a gRPC endpoint."""
+        return self.grpc.port if self.grpc is not None else None
+
+    async def _start_grpc(self) -> None:
+        if self.config.grpc_server_port < 0:
+            return
+        from mq.daemon.proxy.server import GrpcEndpoint
+
+        endpoint = GrpcEndpoint(self)
+        await endpoint.start()
+        self.grpc = endpoint
+
+    async def _stop_grpc(self) -> None:
+        endpoint, self.grpc = self.grpc, None
+        if endpoint is not None:
+            try:
+                await endpoint.stop()
+            except Exception:
+                log.exception("stopping the gRPC endpoint failed")
 
     # -- replication (STORE.md §13) -------------------------------------------------------------------------
     async def _start_ha(self) -> None:
@@ -381,6 +410,8 @@ class BrokerController:
         now = int(time.time() * 1000)
         for group, cid in self.consumers.scan_expired(exp, now) + self.producers.scan_expired(exp, now):
             log.info("client %s of group %s dropped after %d ms of silence", cid, group, exp)
+        if self.grpc is not None:
+            self.grpc.tick()
 
     def _persist_offsets(self) -> None:
         self.offsets.persist()
