@@ -28,6 +28,11 @@ Bounded memory:
   make progress, and pausing both ways could deadlock.)
 
 Opaques are per connection, signed int32, wrapping from 2**31-1 to -2**31.
+
+A connection whose first bytes are not a frame but an HTTP/2 preface (``PRI * HTTP/2.0``: a RocketMQ 5.x gRPC
+client) or a TLS ClientHello is closed with one line naming the protocol and, where the dispatcher has one
+(``foreign_protocol_hint``), the endpoint to use instead, rather than "frame length over the limit". The line
+is throttled per kind (``LogThrottle``).
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from mq.common.log_throttle import LogThrottle
 from mq.config import ConnectionLimits, FrameLimits
 from mq.errors import ConnectionClosedError, RemoteProtocolError, RemotingTimeoutError
 from mq.protocol.codec import FrameDecoder, encode_into
@@ -49,6 +55,20 @@ log = logging.getLogger(__name__)
 _REQUEST_CODE_NOT_SUPPORTED = 3  # ResponseCode.REQUEST_CODE_NOT_SUPPORTED, answered when there is no dispatcher
 _INT32_MAX = 2**31 - 1
 _INT32_MIN = -(2**31)
+
+_foreign_log = LogThrottle(log, 60.0)
+
+
+def foreign_protocol(data: bytes) -> str | None:
+    """The protocol that opened a connection with ``data`` when it is not RocketMQ remoting, else None."""
+    if data[:4] == b"PRI ":
+        return "HTTP/2 (gRPC)"
+    if len(data) >= 3 and data[0] == 0x16 and data[1] == 0x03 and data[2] <= 0x04:
+        return "TLS"
+    if data[:4] in (b"GET ", b"POST", b"HEAD", b"PUT "):
+        return "HTTP/1"
+    return None
+
 
 #: Reasons reading is paused (a bit set: reading resumes only when all are clear).
 _PAUSE_INFLIGHT = 1
@@ -106,6 +126,7 @@ class Connection(asyncio.Protocol):
         self._paused = 0
         self._write_blocked = False
         self._drain_waiters: list[asyncio.Future[None]] = []
+        self._first_read = True
 
     # ------------------------------------------------------------------------------------------
     # asyncio.Protocol
@@ -128,10 +149,18 @@ class Connection(asyncio.Protocol):
         if self.closed:
             return
         self.last_active = time.monotonic()
+        first, self._first_read = self._first_read, False
         try:
             cmds = self._decoder.feed(data)
         except RemoteProtocolError as exc:
-            log.warning("%s: closing connection from %s: %s", self.name, self.remote_addr, exc)
+            kind = foreign_protocol(data) if first else None
+            if kind is None:
+                log.warning("%s: closing connection from %s: %s", self.name, self.remote_addr, exc)
+            else:
+                hint = getattr(self._dispatcher, "foreign_protocol_hint", None) or \
+                    "RocketMQ 5.x gRPC clients connect to a broker's gRPC endpoint (grpcServerPort, default 8081)"
+                _foreign_log.warning((self.name, kind), "%s: %s client at %s on the RocketMQ remoting port %s: %s",
+                                     self.name, kind, self.remote_addr, self.local_addr, hint)
             self.close(f"malformed frame: {exc}")
             return
         self._in_read = True

@@ -216,6 +216,8 @@ class HandlerRegistry:
         self._groups: dict[str, WorkerGroup] = {}
         #: runs before any handler (the broker's ACL): a response returned here is sent instead
         self.request_filter: Callable[[Connection, RemotingCommand], RemotingCommand | None] | None = None
+        #: what a connection that opens with another protocol (gRPC, TLS) is told to use instead (logged)
+        self.foreign_protocol_hint: str | None = None
 
     def configure_group(self, name: str, limits: ProcessorLimits) -> None:
         """Set a group's limits (before requests flow; an existing group keeps its running workers)."""

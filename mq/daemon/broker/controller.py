@@ -267,6 +267,8 @@ class BrokerController:
         endpoint = GrpcEndpoint(self)
         await endpoint.start()
         self.grpc = endpoint
+        self.server.registry.foreign_protocol_hint = (
+            f"RocketMQ 5.x gRPC clients connect to this broker's gRPC endpoint {endpoint.advertised_address}")
 
     async def _stop_grpc(self) -> None:
         endpoint, self.grpc = self.grpc, None

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 Code = pb.Code
+DEFAULT_GRPC_PORT = 8081
 #: Concurrent streams (calls) on one client connection; push consumers hold one receive per broker.
 MAX_CONCURRENT_STREAMS = 1000
 
@@ -82,8 +83,8 @@ class GrpcEndpoint:
         server = grpc.aio.server(options=options)
         server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(pb.SERVICE, self._handlers(grpc)),))
         port = self.configured_port if self.configured_port > 0 else 0
-        if self.c.config.listen_port == 0:
-            port = 0  # a broker on an ephemeral port (tests) gets an ephemeral gRPC port too
+        if self.c.config.listen_port == 0 and port == DEFAULT_GRPC_PORT:
+            port = 0  # a broker on an ephemeral port (tests) gets an ephemeral gRPC port too, unless one is set
         host = self.bind_host
         target = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
         try:
