@@ -434,9 +434,37 @@ class BrokerConfig:
     enable_property_filter: bool = False
     #: SQL92 filters also apply to the group's %RETRY% topic
     filter_support_retry: bool = False
+    # -- RocketMQ 5 pop consumption (mq.daemon.broker.pop) ---------------------------------------------------
+    #: Pop retry topics are named %RETRY%{group}+{topic} instead of %RETRY%{group}_{topic} (5.3's default)
+    enable_retry_topic_v2: bool = False
+    #: Percent of pops that read the group's pop retry topic before the topic itself
+    pop_from_retry_probability: int = 20
+    #: A new pop group starts at offset 0 when the queue's first message is still in memory (else at the end)
+    init_pop_offset_by_check_msg_in_mem: bool = True
+    #: Stop popping a queue for a group while it has more than popInflightMessageThreshold un-acked messages
+    enable_pop_message_threshold: bool = True
+    #: Un-acked (popped, not yet acked or revived) messages per group and queue before pops skip the queue
+    pop_inflight_message_threshold: int = 10_000
+    #: Held (long-polling) pop requests in total; beyond it a pop with nothing to return gets POLLING_FULL
+    max_pop_polling_size: int = 100_000
+    #: Held pop requests per topic and group; beyond it POLLING_FULL
+    pop_polling_size: int = 1024
+    #: Longest pollTime a pop may ask for, ms (longer ones are cut to it)
+    pop_max_poll_time_ms: int = 60_000
+    #: Longest invisible time a pop or change-invisible-time may ask for, ms (12 h; must stay below
+    #: fileReservedTime, as the checkpoint that brings a message back lives in the commit log)
+    max_invisible_time_mills: int = 12 * 3_600_000
+    #: Pop revive tick, ms: an un-acked message comes back within this (plus popReviveMarginMs) of its time
+    pop_revive_precision_ms: int = 100
+    #: Seconds of revive times held by one pop revive bucket file
+    pop_revive_bucket_span_sec: int = 60
+    #: Pop revive checkpoint (bucket fsync, offsets, order info, checkpoint.json) period, ms
+    pop_revive_flush_interval_ms: int = 500
+    #: A due checkpoint waits this much longer (ms) before its un-acked messages are revived (clock jitter)
+    pop_revive_margin_ms: int = 200
     # -- gRPC endpoint (RocketMQ 5 clients; mq.daemon.proxy) ------------------------------------------------------
     #: Port of the gRPC endpoint for RocketMQ 5.x clients (RocketMQ proxy's grpcServerPort); -1: no gRPC
-    #: endpoint; 0: any free port (also what a broker on an ephemeral listenPort 0 gets).
+    #: endpoint; 0: any free port (also what a broker on an ephemeral listenPort 0 gets with the default 8081).
     grpc_server_port: int = 8081
     #: Address the gRPC endpoint binds; empty: the broker's bind address (``host``).
     grpc_bind_address: str = ""

@@ -556,6 +556,9 @@ class CreateTopicRequestHeader(Header):
     topic_filter_type: str
     topic_sys_flag: int | None = None
     order: bool = False
+    #: RocketMQ 5: attribute changes ``+key=value,-key`` (``+message.type=FIFO``)
+    attributes: str | None = None
+    force: bool | None = None
 
 
 @_header
@@ -699,6 +702,97 @@ class ReplyMessageRequestHeader(Header):
     unit_mode: bool = False
 
 
+# ---------------------------------------------------------------------------------------------
+# RocketMQ 5 pop consumption (200050-200053, 200151) and 5.x metadata reads (351, 352)
+# ---------------------------------------------------------------------------------------------
+@_header
+class PopMessageRequestHeader(Header):
+    """POP_MESSAGE (200050). ``queueId`` -1: any queue of the broker; ``initMode`` 0 MIN, 1 MAX;
+    ``order``: a FIFO pop (the queue stays blocked until its messages are acked or come back)."""
+
+    consumer_group: str
+    topic: str
+    queue_id: int
+    max_msg_nums: int
+    invisible_time: int
+    poll_time: int
+    born_time: int
+    init_mode: int
+    exp_type: str | None = None
+    exp: str | None = None
+    order: bool = False
+    attempt_id: str | None = None
+
+
+@_header
+class PopMessageResponseHeader(Header):
+    """Sent with every pop answer (the Java client decodes it whatever the code)."""
+
+    pop_time: int
+    invisible_time: int
+    revive_qid: int
+    rest_num: int
+    start_offset_info: str | None = None
+    msg_offset_info: str | None = None
+    order_count_info: str | None = None
+
+
+@_header
+class PeekMessageRequestHeader(Header):
+    """PEEK_MESSAGE (200052): read from the group's pop offset without changing anything."""
+
+    topic: str
+    queue_id: int
+    max_msg_nums: int
+    consumer_group: str
+
+
+@_header
+class AckMessageRequestHeader(Header):
+    """ACK_MESSAGE (200051). ``topic`` is the message's real topic (its pop retry topic for a retried
+    message); ``extraInfo`` the message's POP_CK; ``offset`` its queue offset."""
+
+    consumer_group: str
+    topic: str
+    queue_id: int
+    extra_info: str
+    offset: int
+
+
+@_header
+class ChangeInvisibleTimeRequestHeader(Header):
+    """CHANGE_MESSAGE_INVISIBLETIME (200053): the message comes back ``invisibleTime`` ms from now."""
+
+    consumer_group: str
+    topic: str
+    queue_id: int
+    extra_info: str
+    offset: int
+    invisible_time: int
+
+
+@_header
+class ChangeInvisibleTimeResponseHeader(Header):
+    pop_time: int
+    invisible_time: int
+    revive_qid: int
+
+
+@_header
+class GetTopicConfigRequestHeader(Header):
+    """GET_TOPIC_CONFIG (351); ``lo`` (logic queue mapping) is accepted and has no effect here."""
+
+    topic: str
+    lo: bool | None = None
+
+
+@_header
+class GetSubscriptionGroupConfigRequestHeader(Header):
+    """GET_SUBSCRIPTIONGROUP_CONFIG (352)."""
+
+    group: str
+
+
 REQUEST_HEADERS: dict[int, type[Header]] = {
     RequestCode.SEND_MESSAGE: SendMessageRequestHeader,
     RequestCode.SEND_MESSAGE_V2: SendMessageRequestHeaderV2,
@@ -746,4 +840,10 @@ REQUEST_HEADERS: dict[int, type[Header]] = {
     RequestCode.CONSUME_MESSAGE_DIRECTLY: ConsumeMessageDirectlyResultRequestHeader,
     RequestCode.QUERY_DATA_VERSION: QueryDataVersionRequestHeader,
     RequestCode.ADD_WRITE_PERM_OF_BROKER: AddWritePermOfBrokerRequestHeader,
+    RequestCode.POP_MESSAGE: PopMessageRequestHeader,
+    RequestCode.PEEK_MESSAGE: PeekMessageRequestHeader,
+    RequestCode.ACK_MESSAGE: AckMessageRequestHeader,
+    RequestCode.CHANGE_MESSAGE_INVISIBLETIME: ChangeInvisibleTimeRequestHeader,
+    RequestCode.GET_TOPIC_CONFIG: GetTopicConfigRequestHeader,
+    RequestCode.GET_SUBSCRIPTIONGROUP_CONFIG: GetSubscriptionGroupConfigRequestHeader,
 }

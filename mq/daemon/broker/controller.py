@@ -24,7 +24,7 @@ import logging
 import shutil
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from mq.config import BrokerConfig, ConnectionLimits, ProcessorLimits, StoreConfig
 from mq.daemon.broker.client_manager import ConsumerManager, ProducerManager
@@ -47,7 +47,8 @@ log = logging.getLogger(__name__)
 
 
 class BrokerController:
-    def __init__(self, config: BrokerConfig, *, store_config: StoreConfig | None = None) -> None:
+    def __init__(self, config: BrokerConfig, *, store_config: StoreConfig | None = None,
+                 clock: Callable[[], int] | None = None) -> None:
         self.config = config
         self.store_config = store_config or StoreConfig()
         self.server = RemotingServer(
@@ -85,6 +86,10 @@ class BrokerController:
         #: the gRPC endpoint for RocketMQ 5.x clients (mq.daemon.proxy), None when grpcServerPort is -1
         self.grpc: Any = None
         self.slave_sync: Any = None
+        # RocketMQ 5 pop consumption (mq.daemon.broker.pop); ``clock`` (epoch ms) is for tests
+        from mq.daemon.broker.pop.service import PopService
+
+        self.pop_service = PopService(self, clock=clock)
         self._tasks: list[asyncio.Task] = []
         self._started = False
         self._stopping = False
@@ -194,6 +199,7 @@ class BrokerController:
                        loop.create_task(self._periodic(self.config.client_channel_scan_interval,
                                                        self.scan_clients, "client channel scan"))]
         self._start_delivery_services()  # DELIVERY helper
+        self.pop_service.start()
         self._started = True
         ok = await self.registrar.register_all(force=True)
         self.registrar.start()
@@ -207,8 +213,19 @@ class BrokerController:
         self.hold_service = PullHoldService(asyncio.get_running_loop(), self.poster, self._reexecute_pull,
                                             self.config.max_held_pull_requests)
         hold = self.hold_service
+        pull_held = hold.held_topics()
+        pop_polling = self.pop_service.open_polling()
+        pop_held = pop_polling.held_topics()
+
+        def on_dispatch(topic: str, queue_id: int, max_offset: int, tags_code: int) -> None:
+            # one dict lookup per service: most dispatched messages wake nothing
+            if topic in pull_held:
+                hold.on_dispatch(topic, queue_id, max_offset, tags_code)
+            if topic in pop_held:
+                pop_polling.on_dispatch(topic, queue_id, max_offset, tags_code)
+
         store = MessageStore(self.store_config, store_host=(self.config.advertised_host, self.port),
-                             on_dispatch=hold.on_dispatch)
+                             on_dispatch=on_dispatch)
         try:
             store.load()
             store.start()
@@ -233,6 +250,10 @@ class BrokerController:
         await self.registrar.stop()
         await self.fast_failure.stop()
         await self._stop_delivery_services()  # DELIVERY helper: before the store shuts down
+        try:
+            await self.pop_service.stop()  # answers held pops while their connections are open
+        except Exception:
+            log.exception("stopping the pop service failed")
         await cancel_tasks(*self._tasks)
         self._tasks = []
         await self._stop_grpc()
@@ -402,6 +423,7 @@ class BrokerController:
     def _connection_closed(self, conn: Any) -> None:
         if self.hold_service is not None:
             self.hold_service.drop_connection(conn)
+        self.pop_service.connection_closed(conn)
         self.producers.connection_closed(conn)
         groups = self.consumers.connection_closed(conn)
         if groups:

@@ -47,6 +47,14 @@ def register_all(controller: "BrokerController") -> None:
 
     controller.reply_processor = ReplyProcessor(controller)
     controller.reply_processor.register(server)
+    # RocketMQ 5 pop: POP_MESSAGE, PEEK_MESSAGE, ACK_MESSAGE, BATCH_ACK_MESSAGE, CHANGE_MESSAGE_INVISIBLETIME
+    from mq.daemon.broker.processors.ack import AckProcessor
+    from mq.daemon.broker.processors.pop import PopProcessor
+
+    controller.pop_processor = PopProcessor(controller)
+    controller.ack_processor = AckProcessor(controller)
+    controller.pop_processor.register(server)
+    controller.ack_processor.register(server)
     from mq.daemon.broker.processors import admin  # the admin helper's module; missing is an error
     from mq.daemon.broker.processors import admin_acl, admin_queues, admin_stats
 
