@@ -21,7 +21,6 @@ Each call goes to the broker's pop service (``mq.daemon.broker.pop``) in-process
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
 import time
 from typing import TYPE_CHECKING, Any
@@ -55,25 +54,11 @@ def _version_tuple(text: str) -> tuple[int, ...]:
         return (0,)
 
 
-async def _call(value: Any) -> Any:
-    return await value if inspect.isawaitable(value) else value
-
-
-class _Internal:
-    """The "connection" of requests the endpoint makes on its own behalf (DLQ forwarding)."""
-
-    def __init__(self, addr: str) -> None:
-        self.remote_addr = addr
-        self.attrs: dict[str, Any] = {}
-        self.closed = False
-
-
 class ConsumerService:
     def __init__(self, endpoint: "GrpcEndpoint") -> None:
         self.e = endpoint
         self.c = endpoint.c
         self.renew = RenewTable(self)
-        self._internal_channel = _Internal(f"{self.c.config.advertised_host}:0")
 
     def start(self) -> None:
         self.renew.start()
@@ -164,7 +149,7 @@ class ConsumerService:
                              attempt_id=req.attempt_id if req.HasField("attempt_id") else None,
                              client_id=ctx.client_id, client_host=ctx.peer_host,
                              born_time_ms=int((time.time() - (time.monotonic() - started)) * 1000))
-        result = await _call(self.pop.pop(pop_req, session.channel))
+        result = await self.pop.pop(pop_req)
         st = result.status
         if st is not PopStatus.FOUND:
             raise self._pop_error(result)
@@ -173,7 +158,7 @@ class ConsumerService:
         delivered = 0
         for pm in result.messages:
             if not fifo and max_attempts > 0 and pm.delivery_attempt > max_attempts:
-                await self._to_dlq(group, pm.topic, pm.extra_info, pm.commit_log_offset, pm.message)
+                await self._to_dlq(group, pm.topic, pm.extra_info)  # the broker's revive normally did this
                 continue
             handle = pm.receipt_handle
             msg = to_wire(pm.message, receipt_handle=handle, topic=pm.topic)
@@ -239,7 +224,7 @@ class ConsumerService:
             handle = await self.renew.take(ctx.client_id, group, topic, entry.message_id) or entry.receipt_handle
             try:
                 extra, _phy = self.split_handle(handle)
-                st = self._ack_status(await _call(self.pop.ack(group, topic, extra)))
+                st = self._ack_status(await self.pop.ack(group, topic, extra))
             except ProxyError as exc:
                 st = exc.status()
             entries.append(pb.AckMessageResultEntry(message_id=entry.message_id,
@@ -260,7 +245,7 @@ class ConsumerService:
         self.check_invisible(invisible, 0)
         handle = await self.renew.take(ctx.client_id, group, topic, req.message_id) or req.receipt_handle
         extra, phy = self.split_handle(handle)
-        result = await _call(self.pop.change_invisible(group, topic, extra, invisible))
+        result = await self.pop.change_invisible_time(group, topic, extra, invisible)
         st = self._ack_status(result)
         if st.code != Code.OK:
             return pb.ChangeInvisibleDurationResponse(status=st)
@@ -273,26 +258,14 @@ class ConsumerService:
         self.e.authorize(ctx, {topic: "SUB", T.retry_topic(group): "SUB"})
         self.e.sessions.session(ctx)
         handle = await self.renew.take(ctx.client_id, group, topic, req.message_id) or req.receipt_handle
-        extra, phy = self.split_handle(handle)
-        await self._to_dlq(group, topic, extra, phy, None)
+        extra, _phy = self.split_handle(handle)
+        await self._to_dlq(group, topic, extra)
         return pb.ForwardMessageToDeadLetterQueueResponse(status=OK_STATUS)
 
-    async def _to_dlq(self, group: str, topic: str, extra: str, phy: int, msg: Any) -> None:
-        """Send the message at ``phy`` back with delay level -1 (into %DLQ%{group}, as CONSUMER_SEND_MSG_BACK
-        does for a 4.x consumer) and ack it."""
-        from mq.protocol.codes import RequestCode, ResponseCode
-        from mq.protocol.command import RemotingCommand
-        from mq.protocol.headers import ConsumerSendMsgBackRequestHeader
-
-        uniq = msg.properties.get("UNIQ_KEY") if msg is not None else None
-        hdr = ConsumerSendMsgBackRequestHeader(offset=phy, group=group, delay_level=-1, origin_msg_id=uniq,
-                                               origin_topic=topic)
-        cmd = RemotingCommand(RequestCode.CONSUMER_SEND_MSG_BACK, ext_fields=hdr.to_ext())
-        resp = await self.c.send_back_processor.handle(self._internal_channel, cmd)
-        if resp.code != ResponseCode.SUCCESS:
-            raise ProxyError(Code.INTERNAL_SERVER_ERROR, f"forward to the dead letter queue failed: {resp.remark}")
-        st = self._ack_status(await _call(self.pop.ack(group, topic, extra)))
-        if st.code != Code.OK and st.code != Code.INVALID_RECEIPT_HANDLE:
+    async def _to_dlq(self, group: str, topic: str, extra: str) -> None:
+        """Copy the handle's message to %DLQ%{group} and ack it (the pop service's forward_to_dead_letter)."""
+        st = self._ack_status(await self.pop.forward_to_dead_letter(group, topic, extra))
+        if st.code != Code.OK:
             raise ProxyError(st.code, st.message)
 
     # -- auto-renew ------------------------------------------------------------------------------------------
@@ -304,7 +277,7 @@ class ConsumerService:
             extra, phy = self.split_handle(handle)
         except ProxyError:
             return None
-        result = await _call(self.pop.change_invisible(group, topic, extra, invisible))
+        result = await self.pop.change_invisible_time(group, topic, extra, invisible)
         if result.status is not AckStatus.OK:
             return None
         return result.receipt_handle(phy)

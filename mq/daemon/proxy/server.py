@@ -189,4 +189,4 @@ class GrpcEndpoint:
 
     def group_is_fifo(self, group: str) -> bool:
         sgc = self.c.subscription_groups.get(group)
-        return bool(getattr(sgc, "consume_message_orderly", False))
+        return bool(sgc is not None and sgc.orderly)

@@ -46,7 +46,7 @@ log = logging.getLogger(__name__)
 
 Code = pb.Code
 ClientType = pb.ClientType
-CONSUME_POP = getattr(ConsumeType, "CONSUME_POP", ConsumeType.CONSUME_PASSIVELY)
+CONSUME_POP = ConsumeType.CONSUME_POP
 _CONSUMERS = frozenset({ClientType.PUSH_CONSUMER, ClientType.SIMPLE_CONSUMER, ClientType.PULL_CONSUMER,
                         ClientType.LITE_PUSH_CONSUMER, ClientType.LITE_SIMPLE_CONSUMER})
 #: RocketMQ's default customized backoff (the delay levels after the first): 1s 5s 10s 30s 1m 2m ... 1h 2h
