@@ -5,7 +5,7 @@ default pool, and the client's threads and event loop stay out of the test proce
 process that prints JSON lines.
 
     python py5_driver.py send ENDPOINT TOPIC COUNT [--kind normal|fifo|delay] [--tag T] [--group G]
-                              [--delay-s S] [--prop k=v ...] [--prefix P]
+                              [--delay-s S] [--prop k=v ...] [--prefix P] [--recall]
     python py5_driver.py transaction ENDPOINT TOPIC commit|rollback|unknown [--check commit|rollback]
                               [--stay S]
     python py5_driver.py receive ENDPOINT TOPIC GROUP EXPECTED SECONDS [--tag-expr E | --sql E]
@@ -70,6 +70,8 @@ def send(a) -> None:
             r = p.send(m)
             out({"i": i, "id": r.message_id, "at": int(time.time() * 1000),
                  "recall": getattr(r, "recall_handle", None)})
+            if a.recall:
+                out({"recalled": p.recall_message(a.topic, r.recall_handle)})
     finally:
         p.shutdown()
 
@@ -190,7 +192,7 @@ def main(argv: list[str]) -> None:
     s.add_argument("endpoint"), s.add_argument("topic"), s.add_argument("count", type=int)
     s.add_argument("--kind", default="normal"), s.add_argument("--tag"), s.add_argument("--group", default="g1")
     s.add_argument("--delay-s", type=int, default=3), s.add_argument("--prop", action="append")
-    s.add_argument("--prefix", default="py5")
+    s.add_argument("--prefix", default="py5"), s.add_argument("--recall", action="store_true")
     t = sub.add_parser("transaction")
     t.add_argument("endpoint"), t.add_argument("topic"), t.add_argument("action")
     t.add_argument("--check", default="commit"), t.add_argument("--stay", type=float, default=5.0)
