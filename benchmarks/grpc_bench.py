@@ -32,7 +32,10 @@ import time
 import uuid
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+ROOT = str(Path(__file__).resolve().parents[1])
+sys.path.insert(0, ROOT)
+# the daemons this script starts run this checkout's mq, whatever is installed
+os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (ROOT, os.environ.get("PYTHONPATH")) if p)
 
 from benchmarks.bench_daemons import _broker_process, daemons, free_port, wait_port  # noqa: E402
 from mq.daemon.proxy.proto import messages as pb  # noqa: E402
@@ -253,8 +256,19 @@ def remoting_phase(ns: str, env: dict, topic: str, seconds: float, size: int, br
                            str(size), "-w", "64", "-d", str(seconds), "--interval", str(seconds + 10), "--json"],
                           capture_output=True, text=True, env=env, timeout=seconds + 120)
     cpu1, t1 = cpu_of(broker), time.perf_counter()
-    lines = [json.loads(ln) for ln in proc.stdout.splitlines() if ln.startswith("{")]
-    summary = lines[-1] if lines else {}
+    summary = {}
+    dec, text, pos = json.JSONDecoder(), proc.stdout, 0
+    while True:  # the last JSON document printed (they may span lines)
+        start = text.find("{", pos)
+        if start < 0:
+            break
+        try:
+            obj, pos = dec.raw_decode(text, start)
+        except ValueError:
+            pos = start + 1
+            continue
+        if isinstance(obj, dict) and "per_second" in obj:
+            summary = obj
     ok = summary.get("ok", 0)
     return {"phase": "remoting SEND_MESSAGE_V2 (mq bench produce, 64 in flight)",
             "per_second": summary.get("per_second"), "broker_cpu_pct": round(100 * (cpu1 - cpu0) / (t1 - t0)),
@@ -271,9 +285,11 @@ def main() -> None:
     ap.add_argument("--receivers", type=int, default=16)
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--skip-remoting", action="store_true")
+    ap.add_argument("--skip-receive", action="store_true")
+    ap.add_argument("--broker-yaml", default="", help="extra broker.yaml lines, e.g. 'messageIndexEnable: false'")
     a = ap.parse_args()
     grpc_port = free_port()
-    yaml = f"flushDiskType: ASYNC_FLUSH\ngrpcServerPort: {grpc_port}\n"
+    yaml = f"flushDiskType: ASYNC_FLUSH\ngrpcServerPort: {grpc_port}\n{a.broker_yaml.replace(';', chr(10))}\n"
     with daemons(broker_yaml=yaml) as (ns, env):
         wait_port(grpc_port)
         broker = _broker_process(["broker", os.path.join(env["MQ_HOME"], "store")])
@@ -287,6 +303,8 @@ def main() -> None:
             run = asyncio.run
         results = [run(send_phase(grpc_port, "GrpcBench", a.seconds, a.size, a.connections, a.inflight, broker))]
         try:
+            if a.skip_receive:
+                raise RuntimeError("skipped")
             results.append(run(receive_phase(grpc_port, "GrpcBench", "GrpcBenchGroup", a.seconds, a.receivers,
                                              a.batch, broker)))
         except Exception as exc:  # a broker without pop consumption

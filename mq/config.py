@@ -472,8 +472,9 @@ class BrokerConfig:
     grpc_max_sessions: int = 10_000
     #: Seconds a QueryRoute answer built from the name server's route is reused.
     grpc_route_cache_seconds: float = 5.0
-    #: Shortest / longest invisible time a ReceiveMessage or ChangeInvisibleDuration may ask for, ms.
+    #: Shortest invisible time a ReceiveMessage may ask for, ms (RocketMQ proxy: 10 s).
     grpc_min_invisible_time_ms: int = 10_000
+    #: Longest invisible time a ReceiveMessage or ChangeInvisibleDuration may ask for, ms (12 h).
     grpc_max_invisible_time_ms: int = 12 * 3_600_000
     #: Invisible time given to push consumers' messages (auto_renew), ms; renewed while the client holds them.
     grpc_default_invisible_time_ms: int = 60_000
@@ -481,8 +482,9 @@ class BrokerConfig:
     grpc_renew_ahead_ms: int = 10_000
     #: Stop renewing a message a push consumer has held this long, ms (RocketMQ: 3 h).
     grpc_renew_max_hold_ms: int = 3 * 3_600_000
-    #: Bounds of a ReceiveMessage's long polling, ms (RocketMQ proxy: 5 s and 20 s).
+    #: Shortest long polling of a ReceiveMessage, ms (RocketMQ proxy: 5 s); a call with less time left fails.
     grpc_min_long_polling_ms: int = 5_000
+    #: Longest long polling of a ReceiveMessage, ms (RocketMQ proxy: 20 s); also what Settings tell consumers.
     grpc_max_long_polling_ms: int = 20_000
     #: Messages returned by one ReceiveMessage at most (RocketMQ: 32).
     grpc_max_receive_batch: int = 32

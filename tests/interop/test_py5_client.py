@@ -234,8 +234,13 @@ def test_push_consumer_redelivers_a_failed_message_and_is_listed(d):
     sent = py5(d, "send", "Py5Push", 3, "--prefix", "push")
     with py5_running(d, "push", "Py5Push", "Py5PushGroup", 3, 60, "--fail-first") as finish:
         conn = _connections(d, "Py5PushGroup")
+        status = mq_cli(d.namesrv.address, "consumerStatus", "-g", "Py5PushGroup")
         lines = finish()
     assert conn and conn[0]["language"] == "PYTHON", conn
+    text = json.dumps(status)
+    assert conn[0]["clientId"] in text and "CONSUME_POP" in text and "Py5Push" in text, text[:2000]
+    progress = mq_cli(d.namesrv.address, "consumerProgress", "-g", "Py5PushGroup")
+    assert "Py5Push" in json.dumps(progress)
     got = received(lines)
     assert sorted(m["id"] for m in got) == sorted(s["id"] for s in sent)
     assert all(m["attempt"] == 2 for m in got)
