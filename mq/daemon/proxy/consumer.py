@@ -20,7 +20,6 @@ Each call goes to the broker's pop service (``mq.daemon.broker.pop``) in-process
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from typing import TYPE_CHECKING, Any

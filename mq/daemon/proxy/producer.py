@@ -28,7 +28,6 @@ import random
 import time
 from typing import TYPE_CHECKING, Any
 
-from mq.common import properties as P
 from mq.common import sysflag as SF
 from mq.common import topic as T
 from mq.common.properties import encode_properties

@@ -4,7 +4,6 @@ and pop over gRPC (receive, ack, change invisible duration, the stream's shape).
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import hmac
 import time
