@@ -167,3 +167,11 @@ def test_recall_table_forgets_what_it_dropped():
     assert not t.recalled({"REAL_TOPIC": "T", "UNIQ_KEY": "ID2"}, 1000)
     assert t.recalled({"REAL_TOPIC": "T", "UNIQ_KEY": "ID1"}, 1000)
     assert not t.recalled({"REAL_TOPIC": "T", "UNIQ_KEY": "ID1"}, 1000)
+
+
+def test_a_5x_message_id_is_a_uniq_key_for_the_query_commands():
+    from mq.cli.query import IdKind, classify_msg_id
+
+    assert classify_msg_id("0102FC0000000135E60B1925D400000000") == (IdKind.UNIQ_KEY, None)
+    with pytest.raises(ValueError):
+        classify_msg_id("02" + "0" * 32)  # 34 hex characters, but not a 5.x id
