@@ -4,6 +4,7 @@ and pop over gRPC (receive, ack, change invisible duration, the stream's shape).
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import hmac
 import time
@@ -206,3 +207,63 @@ def test_a_busy_grpc_port_stops_the_start_with_a_clear_message(broker_factory, g
 
     with pytest.raises(DaemonError, match="grpcServerPort"):
         broker_factory(grpc_server_port=grpc_broker.grpc_port)
+
+
+def _receive_req(group: str, topic: str, **kw):
+    return pb.ReceiveMessageRequest(group=pb.Resource(name=group), message_queue=pb.MessageQueue(
+        topic=pb.Resource(name=topic)), filter_expression=pb.FilterExpression(type=pb.FilterType.TAG, expression="*"),
+        batch_size=32, long_polling_timeout=pb.Duration(seconds=5), **kw)
+
+
+def _ack(c, group, topic, msg, handle=None):
+    return c.unary("AckMessage", pb.AckMessageRequest(group=pb.Resource(name=group), topic=pb.Resource(name=topic),
+                                                      entries=[pb.message_class("AckMessageEntry")(
+                                                          message_id=msg.system_properties.message_id,
+                                                          receipt_handle=handle or msg.system_properties.receipt_handle)]),
+                   pb.AckMessageResponse)
+
+
+def test_auto_renew_keeps_a_held_message_invisible_and_the_first_handle_acks_it(broker_factory, run):
+    b = broker_factory(grpc_server_port=0, grpc_default_invisible_time_ms=3000, grpc_renew_ahead_ms=2000)
+
+    async def go():
+        push = Client(b.grpc_port, client_id="push-1")
+        other = Client(b.grpc_port, client_id="simple-1")
+        await push.send("RenewT", 1)
+        got = [r.message for r in await push.receive(_receive_req("RenewG", "RenewT", auto_renew=True))
+               if r.HasField("message")]
+        assert len(got) == 1
+        await asyncio.sleep(5)  # past the first invisible time: renewed meanwhile, so not back
+        again = await other.receive(_receive_req("RenewG", "RenewT", invisible_duration=pb.Duration(seconds=10)))
+        assert again[0].status.code == Code.MESSAGE_NOT_FOUND
+        assert b.grpc.consumer.renew.renewed >= 1
+        ack = await _ack(push, "RenewG", "RenewT", got[0])  # the handle the client got first
+        assert ack.status.code == Code.OK
+        await asyncio.sleep(4)
+        after = await other.receive(_receive_req("RenewG", "RenewT", invisible_duration=pb.Duration(seconds=10)))
+        assert after[0].status.code == Code.MESSAGE_NOT_FOUND
+
+    run(go(), timeout=60)
+
+
+def test_forward_to_dead_letter_queue(grpc_broker, run):
+    from mq.daemon.broker.requeue import load
+
+    async def go():
+        c = Client(grpc_broker.grpc_port)
+        await c.send("DlqT", 1)
+        got = [r.message for r in await c.receive(_receive_req("DlqG", "DlqT",
+                                                               invisible_duration=pb.Duration(seconds=10)))
+               if r.HasField("message")]
+        m = got[0]
+        r = await c.unary("ForwardMessageToDeadLetterQueue", pb.ForwardMessageToDeadLetterQueueRequest(
+            group=pb.Resource(name="DlqG"), topic=pb.Resource(name="DlqT"),
+            receipt_handle=m.system_properties.receipt_handle, message_id=m.system_properties.message_id,
+            delivery_attempt=1, max_delivery_attempts=1), pb.ForwardMessageToDeadLetterQueueResponse)
+        assert r.status.code == Code.OK
+        cq = grpc_broker.store.cq_table.find("%DLQ%DlqG", 0, create=False)
+        unit = cq.get_unit(0)
+        dead = load(grpc_broker.store, unit[0], unit[1])
+        assert dead.properties["UNIQ_KEY"] == m.system_properties.message_id
+
+    run(go(), timeout=60)
