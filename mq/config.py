@@ -462,6 +462,9 @@ class BrokerConfig:
     pop_revive_flush_interval_ms: int = 500
     #: A due checkpoint waits this much longer (ms) before its un-acked messages are revived (clock jitter)
     pop_revive_margin_ms: int = 200
+    #: Receipt handles remembered as acked or replaced until they expire, so a late ack of a replaced handle
+    #: answers INVALID and a change of a finished one is refused; beyond this many the oldest are forgotten
+    pop_finished_handles: int = 100_000
     # -- gRPC endpoint (RocketMQ 5 clients; mq.daemon.proxy) ------------------------------------------------------
     #: Port of the gRPC endpoint for RocketMQ 5.x clients (RocketMQ proxy's grpcServerPort); -1: no gRPC
     #: endpoint; 0: any free port (also what a broker on an ephemeral listenPort 0 gets with the default 8081).

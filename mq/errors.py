@@ -61,6 +61,10 @@ class ConnectionClosedError(RemotingError):
     """The connection closed while a request was pending."""
 
 
+class TopicAttributeError(MQError):
+    """A RocketMQ 5 topic attribute change that is malformed or not allowed; the message names the key and rule."""
+
+
 class InvalidTopicError(MQError):
     """A topic name breaks RocketMQ's rules; the message names the rule."""
 

@@ -54,7 +54,8 @@ def progress_rows(offset_table: dict) -> list[dict[str, Any]]:
     for mq, ow in sorted(offset_table.items()):
         rows.append({"topic": mq.topic, "brokerName": mq.broker_name, "queueId": mq.queue_id,
                      "brokerOffset": ow.broker_offset, "consumerOffset": ow.consumer_offset,
-                     "diff": ow.broker_offset - ow.consumer_offset, "lastTimestamp": ow.last_timestamp})
+                     "diff": ow.broker_offset - ow.consumer_offset, "lastTimestamp": ow.last_timestamp,
+                     "inflight": max(0, (ow.pull_offset or ow.consumer_offset) - ow.consumer_offset)})
     return rows
 
 
@@ -84,6 +85,7 @@ def progress_totals(rows: Iterable[dict[str, Any]]) -> dict[str, int]:
     rows = list(rows)
     return {"queues": len(rows), "brokerOffset": sum(r["brokerOffset"] for r in rows),
             "consumerOffset": sum(r["consumerOffset"] for r in rows), "diff": sum(r["diff"] for r in rows),
+            "inflight": sum(r.get("inflight", 0) for r in rows),
             "lastTimestamp": max((r["lastTimestamp"] for r in rows), default=0)}
 
 
@@ -135,13 +137,16 @@ def consumer_progress(obj, group: str | None, topic: str | None, show_client: bo
         if not rows:
             console.note(f"group {group} has no consume progress on any broker")
         client_col = ["Client"] if owners is not None else []
+        pop = totals["inflight"] > 0  # popped messages not yet acked (RocketMQ 5 pop consumers)
         console.table(f"Consume progress of {group}",
-                      ["Topic", "Broker", "QID", "Broker Offset", "Consumer Offset", *client_col, "Diff", "Last Time"],
+                      ["Topic", "Broker", "QID", "Broker Offset", "Consumer Offset", *client_col, "Diff",
+                       *(["Inflight"] if pop else []), "Last Time"],
                       [(r["topic"], r["brokerName"], r["queueId"], r["brokerOffset"], r["consumerOffset"],
                         *([r["clientIp"] or "-"] if owners is not None else []), r["diff"],
-                        format_ms(r["lastTimestamp"])) for r in rows],
-                      justify={c: "right" for c in ("QID", "Broker Offset", "Consumer Offset", "Diff")})
-        console.line(f"Consume TPS: {stats.consume_tps:.2f}   Diff Total: {totals['diff']}")
+                        *([r["inflight"]] if pop else []), format_ms(r["lastTimestamp"])) for r in rows],
+                      justify={c: "right" for c in ("QID", "Broker Offset", "Consumer Offset", "Diff", "Inflight")})
+        console.line(f"Consume TPS: {stats.consume_tps:.2f}   Diff Total: {totals['diff']}"
+                     + (f"   Inflight Total: {totals['inflight']}" if pop else ""))
         return
 
     async def every_group(admin) -> list[dict[str, Any]]:
@@ -354,6 +359,23 @@ def _require_target(cluster: str | None, broker: str | None) -> None:
         raise click.UsageError("give exactly one of -c/--cluster and -b/--broker-addr")
 
 
+def _retry_policy(text: str | None):
+    """``--groupRetryPolicy`` JSON as a GroupRetryPolicy (None when not given); BadParameter when it is not one."""
+    if text is None:
+        return None
+    from mq.errors import RemoteProtocolError
+    from mq.protocol.bodies import GroupRetryPolicy, retry_policy_problem
+
+    try:
+        policy = GroupRetryPolicy.from_json(text.encode())
+    except RemoteProtocolError as exc:
+        raise click.BadParameter(f"not a group retry policy: {exc}", param_hint="-p/--groupRetryPolicy") from None
+    bad = retry_policy_problem(policy)
+    if bad:
+        raise click.BadParameter(bad, param_hint="-p/--groupRetryPolicy")
+    return policy
+
+
 @click.command("updateSubGroup")
 @click.option("-g", "--group", "--groupName", "group", required=True, help="Consumer group name.")
 @click.option("-c", "--cluster", "--clusterName", "cluster", help="Create on every master of this cluster.")
@@ -374,12 +396,19 @@ def _require_target(cluster: str | None, broker: str | None) -> None:
               "which_broker_when_consume_slowly", type=click.IntRange(0), default=1, show_default=True)
 @click.option("-a", "--notify-consumer-ids-changed", "--notifyConsumerIdsChanged", "notify_consumer_ids_changed",
               type=bool, default=True, show_default=True)
+@click.option("-o", "--consume-message-orderly", "--consumeMessageOrderly", "consume_message_orderly", type=bool,
+              default=None, help="RocketMQ 5: a FIFO group (5.x consumers receive each queue in order).")
+@click.option("-p", "--group-retry-policy", "--groupRetryPolicy", "group_retry_policy",
+              help='RocketMQ 5 retry backoff as JSON: {"type":"EXPONENTIAL","exponentialRetryPolicy":{"initial":'
+                   '1000,"max":60000,"multiplier":2}} or {"type":"CUSTOMIZED","customizedRetryPolicy":'
+                   '{"next":[1000,5000]}}.')
 @json_option
 @click.pass_obj
 def update_sub_group(obj, group: str, cluster: str | None, broker: str | None, consume_enable: bool,
                      consume_from_min_enable: bool, consume_broadcast_enable: bool, retry_queue_nums: int,
                      retry_max_times: int, broker_id: int, which_broker_when_consume_slowly: int,
-                     notify_consumer_ids_changed: bool, json_mode: bool) -> None:
+                     notify_consumer_ids_changed: bool, consume_message_orderly: bool | None,
+                     group_retry_policy: str | None, json_mode: bool) -> None:
     """Create or update a subscription group on brokers."""
     from mq.cli.console import Console
     from mq.common.topic import validate_group
@@ -389,7 +418,8 @@ def update_sub_group(obj, group: str, cluster: str | None, broker: str | None, c
     validate_group(group)
     cfg = SubscriptionGroupConfig(group, consume_enable, consume_from_min_enable, consume_broadcast_enable,
                                   retry_queue_nums, retry_max_times, broker_id, which_broker_when_consume_slowly,
-                                  notify_consumer_ids_changed)
+                                  notify_consumer_ids_changed, consume_message_orderly or None,
+                                  _retry_policy(group_retry_policy))
 
     async def run(admin) -> list[str]:
         addrs = list((await _target_addrs(admin, cluster, broker)).values())

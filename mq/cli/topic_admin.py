@@ -51,19 +51,27 @@ def topic_status(obj, topic: str, json_mode: bool) -> None:
 @bool_option("-s", "--has-unit-sub", "--hasUnitSub", hidden=True, help="Has unit subscriptions (topicSysFlag bit 2).")
 @click.option("--filter-type", type=click.Choice(["SINGLE_TAG", "MULTI_TAG"]), default="SINGLE_TAG",
               show_default=True)
+@click.option("-a", "--attributes", help="RocketMQ 5 attribute changes: +key=value to set, -key to remove "
+              "(e.g. +message.type=FIFO; NORMAL, FIFO, DELAY, TRANSACTION or MIXED).")
 @json_option
 @click.pass_obj
 def update_topic(obj, topic: str, cluster: str | None, broker: str | None, read_queue_nums: int,
                  write_queue_nums: int, perm: int, order: bool, unit: bool, has_unit_sub: bool, filter_type: str,
-                 json_mode: bool) -> None:
+                 attributes: str | None, json_mode: bool) -> None:
     """Create or update a topic on one broker or on every master of a cluster."""
     from mq.cli.console import Console
+    from mq.common.attributes import parse_to_map
     from mq.common.topic import validate_topic
+    from mq.errors import TopicAttributeError
     from mq.protocol.bodies import TopicConfig
 
     if bool(cluster) == bool(broker):
         raise click.UsageError("give exactly one of -c/--cluster and -b/--broker-addr")
     validate_topic(topic)
+    try:
+        parse_to_map(attributes)
+    except TopicAttributeError as exc:
+        raise click.BadParameter(str(exc), param_hint="-a/--attributes") from None
     tc = TopicConfig(topic_name=topic, read_queue_nums=read_queue_nums, write_queue_nums=write_queue_nums,
                      perm=perm, topic_filter_type=filter_type, topic_sys_flag=(1 if unit else 0) | (2 if has_unit_sub else 0), order=order)
 
@@ -83,7 +91,7 @@ def update_topic(obj, topic: str, cluster: str | None, broker: str | None, read_
             if not targets:
                 targets = {broker: broker}
         for addr in targets.values():
-            await admin.create_and_update_topic_config(addr, tc)
+            await admin.create_and_update_topic_config(addr, tc, attributes)
         conf = None
         if order:
             conf = await admin.create_or_update_order_conf(topic, order_conf(targets, write_queue_nums),
@@ -93,11 +101,12 @@ def update_topic(obj, topic: str, cluster: str | None, broker: str | None, read_
     out = with_admin(obj, run)
     console = Console(json_mode=json_mode)
     if json_mode:
-        console.json({"topic": topic, "config": tc.to_json_value(), **out})
+        console.json({"topic": topic, "config": tc.to_json_value(), "attributes": attributes or "", **out})
         return
+    extra = f" attributes={attributes}" if attributes else ""
     for name, addr in sorted(out["brokers"].items()):
         console.line(f"create topic {topic} to {addr} ({name}) success: r={read_queue_nums} w={write_queue_nums} "
-                     f"perm={perm}")
+                     f"perm={perm}{extra}")
     if out["orderConf"]:
         console.line(f"set ORDER_TOPIC_CONFIG {topic} = {out['orderConf']}")
 

@@ -204,12 +204,13 @@ class MQAdmin:
         ext = header.to_ext() if header is not None else None  # type: ignore[attr-defined]
         return await self.call_broker(addr, RemotingCommand.request(code, ext, body), ok=ok, timeout=timeout)
 
-    async def create_and_update_topic_config(self, addr: str, tc) -> None:
-        """UPDATE_AND_CREATE_TOPIC (17) with a ``bodies.TopicConfig``."""
+    async def create_and_update_topic_config(self, addr: str, tc, attributes: str | None = None) -> None:
+        """UPDATE_AND_CREATE_TOPIC (17) with a ``bodies.TopicConfig``; ``attributes``: RocketMQ 5 attribute
+        changes (``+message.type=FIFO``)."""
         hd = h.CreateTopicRequestHeader(topic=tc.topic_name, default_topic="TBW102", read_queue_nums=tc.read_queue_nums,
                                         write_queue_nums=tc.write_queue_nums, perm=tc.perm,
                                         topic_filter_type=tc.topic_filter_type, topic_sys_flag=tc.topic_sys_flag,
-                                        order=tc.order)
+                                        order=tc.order, attributes=attributes or None)
         await self._broker(addr, RequestCode.UPDATE_AND_CREATE_TOPIC, hd)
 
     async def create_or_update_order_conf(self, topic: str, conf: str, is_cluster: bool) -> str:

@@ -27,6 +27,7 @@ from mq.common.record import iter_records
 from mq.common.topic import validate_group, validate_topic
 from mq.config import ClientConfig
 from mq.errors import BrokerError, MQError
+from mq.protocol import bodies
 from mq.protocol import extra_info as X
 from mq.protocol import headers as h
 from mq.protocol.codes import RequestCode, ResponseCode
@@ -199,18 +200,52 @@ class PopConsumer:
         self._own = instance is None
         self.api: PopAPI | None = None
         self._turn = itertools.count()
+        self._start_ms = 0
 
     async def start(self) -> "PopConsumer":
+        """Connect; the group is then in this client's heartbeats as a CONSUME_POP consumer of the topic."""
         if self.api is None:
             if self.instance is None:
                 self.instance = await MQClientInstance.acquire(self.client_config)
             self.api = PopAPI(self.instance)
+            self.instance.register_consumer(self)
+            self._start_ms = int(time.time() * 1000)
+            await self.instance.update_route(self.topic)
+            await self.instance.heartbeat_all()
         return self
 
     async def shutdown(self) -> None:
-        if self.api is not None and self._own and self.instance is not None:
-            await self.instance.release()
+        if self.api is not None and self.instance is not None:
+            await self.instance.unregister(consumer_group=self.group)
+            if self._own:
+                await self.instance.release()
         self.api = None
+
+    # -- what the client instance asks of its consumers (heartbeats, running info) ---------------------------
+    def topics(self) -> set[str]:
+        return {self.topic}
+
+    def consumer_data(self) -> bodies.ConsumerData:
+        sub = bodies.SubscriptionData(topic=self.topic, sub_string=self.expression or "*",
+                                      sub_version=self._start_ms, expression_type=self.expression_type)
+        return bodies.ConsumerData(group_name=self.group, consume_type=bodies.ConsumeType.CONSUME_POP,
+                                   message_model=bodies.MessageModel.CLUSTERING,
+                                   consume_from_where=bodies.ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET,
+                                   subscription_data_set=[sub])
+
+    async def rebalance(self) -> None:
+        """Nothing to balance: every pop may read any queue (the broker hands each message to one consumer)."""
+
+    async def persist_offsets(self) -> None:
+        """Nothing to persist: the broker keeps a pop group's offsets."""
+
+    def running_info(self) -> dict:
+        props = {"PROP_CONSUME_TYPE": "CONSUME_POP", "PROP_CONSUMER_START_TIMESTAMP": str(self._start_ms),
+                 "messageModel": "CLUSTERING", "PROP_CONSUMEORDERLY": "true" if self.order else "false",
+                 "consumeFromWhere": "CONSUME_FROM_LAST_OFFSET" if self.init_mode == INIT_MAX
+                 else "CONSUME_FROM_FIRST_OFFSET"}
+        return {"properties": props, "subscriptionSet": [self.consumer_data().subscription_data_set[0]
+                                                          .to_json_value()], "mqTable": {}, "statusTable": {}}
 
     async def __aenter__(self) -> "PopConsumer":
         return await self.start()

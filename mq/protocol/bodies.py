@@ -581,6 +581,9 @@ class OffsetWrapper(JsonBody):
     broker_offset: int = 0
     consumer_offset: int = 0
     last_timestamp: int = 0
+    #: RocketMQ 5: consumer offset + messages in flight (popped, not yet acked); mqadmin 5.x prints the
+    #: difference as #Inflight. None (not written) where nothing is in flight.
+    pull_offset: int | None = None
 
 
 @dataclass(slots=True)
@@ -648,6 +651,21 @@ class GroupRetryPolicy(JsonBody):
         if self.type == "CUSTOMIZED" and self.customized_retry_policy is not None:
             return self.customized_retry_policy
         return CustomizedRetryPolicy()
+
+
+def retry_policy_problem(p: GroupRetryPolicy | None) -> str | None:
+    """Why a group retry policy is unusable (an unknown type, no or negative delays), or None."""
+    if p is None:
+        return None
+    if p.type not in RETRY_POLICY_TYPES:
+        return f"type must be one of {', '.join(RETRY_POLICY_TYPES)}, not {p.type[:40]!r}"
+    e = p.exponential_retry_policy
+    if e is not None and not (0 < e.initial <= e.max and e.multiplier >= 1):
+        return "exponentialRetryPolicy needs 0 < initial <= max and multiplier >= 1"
+    c = p.customized_retry_policy
+    if c is not None and (not c.next or min(c.next) < 0 or len(c.next) > 1024):
+        return "customizedRetryPolicy.next needs 1 to 1024 delays, none negative"
+    return None
 
 
 @dataclass(slots=True)

@@ -101,7 +101,8 @@ class MessageQueueAssignment(JsonBody):
 
 @dataclass(slots=True)
 class QueryAssignmentResponseBody(JsonBody):
-    message_queue_assignments: list[MessageQueueAssignment] = field(default_factory=list)
+    #: None (not written): no valid answer, the client keeps what it has; [] : nothing assigned
+    message_queue_assignments: list[MessageQueueAssignment] | None = None
 
 
 @dataclass(slots=True)

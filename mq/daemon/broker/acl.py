@@ -14,16 +14,7 @@ With ``aclEnable`` every request is checked before its processor runs, in this o
 
 A refusal is answered SYSTEM_ERROR with the remark ``org.apache.rocketmq.acl.common.AclException: <reason>``.
 
-Resources a request needs (``%RETRY%<group>`` stands for the group):
-
-    SEND_MESSAGE (10) / V2 (310)  topic: PUB; a %RETRY% topic: its group: SUB
-    CONSUMER_SEND_MSG_BACK (36)   group: SUB
-    PULL_MESSAGE (11)             topic: SUB, consumerGroup: SUB
-    QUERY_MESSAGE (12)            topic: SUB
-    HEART_BEAT (34)               each consumer group: SUB, each subscribed topic: SUB
-    UNREGISTER_CLIENT (35), GET_CONSUMER_LIST_BY_GROUP (38)   consumerGroup: SUB
-    UPDATE_CONSUMER_OFFSET (15)   consumerGroup: SUB, topic: SUB
-    anything else                 a valid signature only
+Resources a request needs: ``acl_resources.required_resources``.
 
 Permissions are DENY, PUB, SUB and PUB|SUB; an unknown or missing one is DENY. The files are
 ``plain_acl.yml`` plus every ``*.yml``/``*.yaml`` in the ``acl/`` directory beside it; they are re-read when
@@ -33,7 +24,7 @@ force.
 
 from __future__ import annotations
 
-import enum
+import ipaddress
 import logging
 import os
 import time
@@ -46,17 +37,16 @@ from typing import Any
 import yaml
 
 from mq.common.topic import TRACE_TOPIC
-from mq.daemon.broker.acl_address import AddressMatcher, address_matcher
+from mq.daemon.broker.acl_resources import (RETRY_PREFIX, Perm, check_permission, describe, parse_perm,
+                                            required_resources)
 from mq.errors import ConfigError
 from mq.protocol.acl import ACCESS_KEY, signature_matches
-from mq.protocol.bodies import HeartbeatData
 from mq.protocol.codes import RequestCode as R
 from mq.protocol.command import RemotingCommand
 from mq.store.config_files import write_atomically
 
 log = logging.getLogger(__name__)
 
-RETRY_PREFIX = "%RETRY%"
 ACL_EXCEPTION = "org.apache.rocketmq.acl.common.AclException"
 #: RocketMQ 4.9's admin codes, plus the ACL changes themselves (4.9 lets any signed account make those; an
 #: account that could grant itself every permission would make the rest pointless)
@@ -67,26 +57,103 @@ MIN_KEY_LENGTH = 7  # "longer than 6"
 RELOAD_CHECK_S = 1.0
 
 
-class Perm(enum.IntFlag):
-    DENY = 1
-    ANY = 2
-    PUB = 4
-    SUB = 8
+# -- remote address patterns ---------------------------------------------------------------------------------
+AddressMatcher = Callable[[str], bool]
 
 
-def parse_perm(text: object) -> Perm:
-    """``PUB``, ``SUB``, ``PUB|SUB`` / ``SUB|PUB`` or ``DENY``; anything else is DENY, as in RocketMQ."""
-    value = str(text).strip() if text is not None else ""
-    return {"PUB": Perm.PUB, "SUB": Perm.SUB, "PUB|SUB": Perm.PUB | Perm.SUB,
-            "SUB|PUB": Perm.PUB | Perm.SUB}.get(value, Perm.DENY)
+def _never(_addr: str) -> bool:
+    return False
 
 
-def check_permission(needed: Perm, owned: Perm) -> bool:
-    if owned & Perm.DENY:
-        return False
-    if needed & Perm.ANY:
-        return bool(owned & (Perm.PUB | Perm.SUB))
-    return bool(needed & owned)
+def _always(_addr: str) -> bool:
+    return True
+
+
+def _ip(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    try:
+        return ipaddress.ip_address(text.strip().strip("[]"))
+    except ValueError:
+        return None
+
+
+def _exact(pattern: str, where: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
+    ip = _ip(pattern)
+    if ip is None:
+        raise ConfigError(f"{where}: {pattern!r} is not an IP address")
+    return ip
+
+
+def _range_matcher(pattern: str, where: str) -> AddressMatcher:
+    """``a.b.c.*``, ``a.b.*.*``, ``a.b.c.10-20`` (IPv4) or the same over the eight groups of IPv6: fixed leading
+    parts, one ranged part, then only ``*``."""
+    v6 = ":" in pattern
+    parts = pattern.split(":" if v6 else ".")
+    size, top, base = (8, 0xFFFF, 16) if v6 else (4, 255, 10)
+    if len(parts) != size:
+        raise ConfigError(f"{where}: {pattern!r} must have {size} parts")
+    head: list[int] = []
+    lo = hi = -1
+    for i, part in enumerate(parts):
+        part = part.strip()
+        if lo < 0:
+            if part == "*" or "-" in part:
+                if i == 0:
+                    raise ConfigError(f"{where}: {pattern!r}: the first part cannot be a range")
+                if part == "*":
+                    lo, hi = 0, top
+                else:
+                    a, _, b = part.partition("-")
+                    try:
+                        lo, hi = int(a, base), int(b, base)
+                    except ValueError:
+                        raise ConfigError(f"{where}: {pattern!r}: bad range {part!r}") from None
+                    if not 0 <= lo <= hi <= top:
+                        raise ConfigError(f"{where}: {pattern!r}: range {part!r} outside 0-{top} or reversed")
+                continue
+            try:
+                value = int(part, base)
+            except ValueError:
+                raise ConfigError(f"{where}: {pattern!r}: bad part {part!r}") from None
+            if not 0 <= value <= top:
+                raise ConfigError(f"{where}: {pattern!r}: part {part!r} outside 0-{top}")
+            head.append(value)
+        elif part != "*":
+            raise ConfigError(f"{where}: {pattern!r}: only '*' may follow a range")
+    position = len(head)
+
+    def match(addr: str) -> bool:
+        ip = _ip(addr)
+        if ip is None or (ip.version == 6) != v6:
+            return False
+        if v6:
+            groups = [int(g, 16) for g in ip.exploded.split(":")]
+        else:
+            groups = [int(g) for g in str(ip).split(".")]
+        return groups[:position] == head and lo <= groups[position] <= hi
+
+    return match
+
+
+def address_matcher(pattern: object, where: str = "acl") -> AddressMatcher:
+    """A predicate on the client's IP for one of RocketMQ's address patterns; ConfigError if malformed."""
+    text = str(pattern).strip() if pattern is not None else ""
+    if not text:
+        return _never
+    if text in ("*", "*.*.*.*", "*:*:*:*:*:*:*:*"):
+        return _always
+    if text.endswith("}"):
+        prefix, brace, rest = text.partition("{")
+        if not brace:
+            raise ConfigError(f"{where}: {text!r}: '}}' without '{{'")
+        members = {_exact(prefix + item.strip(), where) for item in rest[:-1].split(",") if item.strip()}
+        return lambda addr: _ip(addr) in members
+    if "," in text:
+        members = {_exact(item, where) for item in text.split(",") if item.strip()}
+        return lambda addr: _ip(addr) in members
+    if "*" in text or "-" in text:
+        return _range_matcher(text, where)
+    one = _exact(text, where)
+    return lambda addr: _ip(addr) == one
 
 
 # -- configuration -------------------------------------------------------------------------------------------
@@ -206,45 +273,6 @@ def default_acl_file(store_root: str) -> Path:
     return Path(home) / "conf" / "plain_acl.yml" if home else Path(store_root) / "conf" / "plain_acl.yml"
 
 
-# -- resources a request needs --------------------------------------------------------------------------------
-def required_resources(cmd: RemotingCommand) -> dict[str, Perm]:
-    """Resource -> permission the request needs (PlainAccessValidator.parse); ValueError if its body is bad."""
-    f = cmd.ext_fields
-    code = cmd.code
-    need: dict[str, Perm] = {}
-    if code == R.SEND_MESSAGE or code == R.SEND_MESSAGE_V2:
-        topic, group = (f.get("topic"), f.get("group")) if code == R.SEND_MESSAGE else (f.get("b"), f.get("a"))
-        if topic and topic.startswith(RETRY_PREFIX):
-            need[RETRY_PREFIX + str(group)] = Perm.SUB
-        else:
-            need[str(topic)] = Perm.PUB
-    elif code == R.CONSUMER_SEND_MSG_BACK:
-        need[RETRY_PREFIX + str(f.get("group"))] = Perm.SUB
-    elif code == R.PULL_MESSAGE:
-        need[str(f.get("topic"))] = Perm.SUB
-        need[RETRY_PREFIX + str(f.get("consumerGroup"))] = Perm.SUB
-    elif code == R.QUERY_MESSAGE:
-        need[str(f.get("topic"))] = Perm.SUB
-    elif code == R.HEART_BEAT:
-        heartbeat = HeartbeatData.from_json(cmd.body or b"{}")
-        for consumer in heartbeat.consumer_data_set:
-            need[RETRY_PREFIX + consumer.group_name] = Perm.SUB
-            for sub in consumer.subscription_data_set:
-                need[sub.topic] = Perm.SUB
-    elif code in (R.UNREGISTER_CLIENT, R.GET_CONSUMER_LIST_BY_GROUP):
-        need[RETRY_PREFIX + str(f.get("consumerGroup"))] = Perm.SUB
-    elif code == R.UPDATE_CONSUMER_OFFSET:
-        need[RETRY_PREFIX + str(f.get("consumerGroup"))] = Perm.SUB
-        need[str(f.get("topic"))] = Perm.SUB
-    return need
-
-
-def _describe(resource: str) -> str:
-    if resource.startswith(RETRY_PREFIX):
-        return f"group:{resource[len(RETRY_PREFIX):]}"
-    return f"topic:{resource}"
-
-
 def client_ip(remote_addr: str) -> str:
     """``ip:port`` (or ``[v6]:port``) -> ip."""
     host = remote_addr.rpartition(":")[0] if ":" in remote_addr else remote_addr
@@ -340,7 +368,7 @@ class PlainAccessValidator:
             if have is None:
                 have = account.default_group_perm if resource.startswith(RETRY_PREFIX) else account.default_topic_perm
             if not check_permission(perm, have):
-                return f"No default permission for {_describe(resource)}"
+                return f"No default permission for {describe(resource)}"
         return None
 
     def refusal_remark(self, reason: str) -> str:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import time
 
+import pytest
+
 from mq.common import properties as P
 from mq.protocol import extra_info as X
 from mq.protocol import headers as H
@@ -80,8 +82,9 @@ async def pop_until(client, b, cmd_factory, want: int, timeout: float = 10.0):
     return got
 
 
-def test_pop_ack_and_the_response_header(broker_factory, client, run):
-    b = broker_factory(**FAST)
+@pytest.mark.parametrize("flush", ["ASYNC_FLUSH", "SYNC_FLUSH"])
+def test_pop_ack_and_the_response_header(broker_factory, client, run, flush):
+    b = broker_factory(flush_disk_type=flush, **FAST)
 
     async def main():
         await make_topic(b, "PopA", 2)
@@ -113,8 +116,9 @@ def test_pop_ack_and_the_response_header(broker_factory, client, run):
     run(main())
 
 
-def test_unacked_message_comes_back_through_the_retry_topic(broker_factory, client, run):
-    b = broker_factory(**FAST)
+@pytest.mark.parametrize("flush", ["ASYNC_FLUSH", "SYNC_FLUSH"])
+def test_unacked_message_comes_back_through_the_retry_topic(broker_factory, client, run, flush):
+    b = broker_factory(flush_disk_type=flush, **FAST)
 
     async def main():
         await make_topic(b, "PopR", 1)
@@ -143,8 +147,9 @@ def test_unacked_message_comes_back_through_the_retry_topic(broker_factory, clie
     run(main())
 
 
-def test_change_invisible_time_gives_a_new_handle_and_the_old_one_dies(broker_factory, client, run):
-    b = broker_factory(**FAST)
+@pytest.mark.parametrize("flush", ["ASYNC_FLUSH", "SYNC_FLUSH"])
+def test_change_invisible_time_gives_a_new_handle_and_the_old_one_dies(broker_factory, client, run, flush):
+    b = broker_factory(flush_disk_type=flush, **FAST)
 
     async def main():
         await make_topic(b, "PopC", 1)
@@ -154,8 +159,10 @@ def test_change_invisible_time_gives_a_new_handle_and_the_old_one_dies(broker_fa
         assert r.code == RC.SUCCESS
         rh = H.ChangeInvisibleTimeResponseHeader.from_ext(r.ext_fields)
         assert rh.invisible_time == 800 and rh.revive_qid == 0 and rh.pop_time > X.parse(ck).pop_time - 1
-        # the old handle acks nothing now: the message still comes back after the new time
-        assert (await client.invoke(b.address, ack_cmd("PopC", ck))).code == RC.SUCCESS
+        # the old handle acks nothing now (refused, so a client can tell): the message comes back after the new time
+        old = await client.invoke(b.address, ack_cmd("PopC", ck))
+        assert old.code == RC.NO_MESSAGE and "replaced" in old.remark
+        assert (await client.invoke(b.address, change_cmd("PopC", ck, 60_000))).code == RC.NO_MESSAGE
         back = await pop_until(client, b, lambda: pop_cmd("PopC", invisible=60_000), 1)
         assert back[0][0].body == b"c" and back[0][0].reconsume_times == 1
         # a refused change answers the header with zeros (the Java client decodes it first)
@@ -283,8 +290,9 @@ def test_tag_filter_and_bad_requests(broker_factory, client, run):
     run(main())
 
 
-def test_fifo_pop_blocks_the_queue_and_attempt_id_repeats_the_batch(broker_factory, client, run):
-    b = broker_factory(**FAST)
+@pytest.mark.parametrize("flush", ["ASYNC_FLUSH", "SYNC_FLUSH"])
+def test_fifo_pop_blocks_the_queue_and_attempt_id_repeats_the_batch(broker_factory, client, run, flush):
+    b = broker_factory(flush_disk_type=flush, **FAST)
 
     async def main():
         await make_topic(b, "PopO", 1)

@@ -156,8 +156,9 @@ def fire_time(rec: Record, kind: int, revive_time: int = 0) -> int:
     return rec.pop_time
 
 
-def build(rec: Record, kind: int, topic: str, born_host: tuple[str, int], fire_ms: int) -> MessageExtBrokerInner:
-    """The store input carrying ``rec`` in the revive log (queue 0, tags code = fire time and kind)."""
+def build(rec: Record, kind: int, topic: str, born_host: bytes, fire_ms: int) -> MessageExtBrokerInner:
+    """The store input carrying ``rec`` in the revive log (queue 0, tags code = fire time and kind); ``born_host``
+    packed (``mq.common.hosts.pack_host``)."""
     props = {P.TAGS: TAGS[kind]}
     return MessageExtBrokerInner(topic=topic, body=rec.to_json(), flag=0, properties=props, queue_id=REVIVE_QUEUE,
                                  sys_flag=0, born_timestamp=int(time.time() * 1000), born_host=born_host,

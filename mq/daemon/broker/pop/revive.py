@@ -213,16 +213,23 @@ class PopReviveService:
         return i < cq.max_offset
 
     # -- checkpoints -------------------------------------------------------------------------------------------
+    def _checkpoint_offset(self) -> int:
+        """Where a restart re-files and replays from: every record below it is filed and its state change made
+        (a record whose put still waits for its flush may be in the consume queue before its state change is)."""
+        offset = self.store.checkpoint_offset()
+        floor = self.pop.unsettled_floor()
+        return offset if floor is None else min(offset, floor)
+
     def checkpoint(self) -> None:
         st = self.store
-        offset = st.checkpoint_offset()
+        offset = self._checkpoint_offset()
         self.pop.persist_state()
         st.sync_files(st.dirty_files())
         st.write_checkpoint(st.watermark, offset)
 
     async def checkpoint_async(self, loop: asyncio.AbstractEventLoop) -> None:
         st = self.store
-        offset = st.checkpoint_offset()  # before the state: what it holds covers every record below offset
+        offset = self._checkpoint_offset()  # before the state: what it holds covers every record below offset
         self.pop.persist_state()
         files = st.dirty_files()
         if files:

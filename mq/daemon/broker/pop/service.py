@@ -26,6 +26,7 @@ restart, as RocketMQ's.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import time
 from collections import Counter
@@ -35,6 +36,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from mq.common import properties as P
 from mq.common import topic as T
+from mq.common.hosts import pack_host
 from mq.common.record import decode_record
 from mq.common.sql_filter import Sql92SyntaxError
 from mq.common.tags import parse_subscription
@@ -42,6 +44,7 @@ from mq.daemon.broker.pop import records as R
 from mq.daemon.broker.pop.acks import AckHandler
 from mq.daemon.broker.pop.contract import (AckResult, ChangeInvisibleResult, GroupSettings, PopRequest,
                                            PopResult, PopStatus)
+from mq.daemon.broker.pop.handles import FinishedHandles
 from mq.daemon.broker.pop.order import OrderInfoManager
 from mq.daemon.broker.pop.polling import PopPollingService
 from mq.daemon.broker.pop.reader import Filter, PopPlan, PopReader
@@ -83,6 +86,7 @@ class PopService:
         self.order = OrderInfoManager(Path(controller.store_config.store_path_root_dir))
         self.reader = PopReader(self)
         self.acks = AckHandler(self)
+        self.finished = FinishedHandles(controller.config.pop_finished_handles)
         self.revive = PopReviveService(self)
         self.polling: PopPollingService | None = None
         #: (topic, group, queue) -> un-acked messages of non-FIFO pops
@@ -92,7 +96,13 @@ class PopService:
         #: revive time -> acks to checkpoints of that time still being written
         self._pending: Counter[int] = Counter()
         self._order_dirty = False
+        self._born: bytes | None = None
+        #: revive-log puts waiting for their flush: token -> the revive queue's max offset when issued
+        self._unsettled: dict[int, int] = {}
+        self._tokens = itertools.count()
         self.started = False
+        #: run the revive loop as a task (tests with an injected clock turn it off and call ``revive.tick``)
+        self.auto_revive = True
 
     # -- lifecycle ---------------------------------------------------------------------------------------------
     def start(self, *, loop_task: bool = True) -> None:
@@ -105,7 +115,7 @@ class PopService:
         self.order.load()
         self.revive.open(self.now())
         self.started = True
-        if loop_task:
+        if loop_task and self.auto_revive:
             self.revive.start_loop()
 
     def open_polling(self) -> PopPollingService:
@@ -265,10 +275,15 @@ class PopService:
         born = self.store_host
         batch = [R.build(rec, kind, self.revive_topic, born, fire) for rec, kind, fire in plan.records]
 
+        waited = False  # whether the answer waits for a flush (then other pops saw these queues busy)
+
         def finish(ok: bool, why: str) -> None:
             self.busy.difference_update(plan.busy)
             if ok:
                 plan.commit()
+                if waited and plan.result.rest_num > 0 and self.polling is not None:  # held pops: messages left
+                    key = plan.busy[0]
+                    self.polling.wake(X.origin_topic(key[0], key[1]), key[1])
                 msgs = plan.result.messages
                 if msgs:
                     self.c.stats.on_group_get(msgs[0].topic, plan.busy[0][1], len(msgs),
@@ -281,13 +296,14 @@ class PopService:
             done(plan.result)
 
         def after_dlq(res: PutMessageResult | None) -> None:
+            nonlocal waited
             if res is not None and res.status not in STORED:
                 finish(False, res.status.name)
                 return
             if dlq_left:
-                self.put(dlq_left.pop(0), after_dlq)
+                waited |= self.put(dlq_left.pop(0), after_dlq)
             else:
-                self.put_batch(batch, lambda r: finish(r.status in STORED, r.status.name))
+                waited |= self.put_batch(batch, lambda r: finish(r.status in STORED, r.status.name))
 
         dlq_left = list(dlq)
         after_dlq(None)
@@ -307,19 +323,44 @@ class PopService:
 
     # -- shared helpers ----------------------------------------------------------------------------------------
     @property
-    def store_host(self) -> tuple[str, int]:
-        return (self.c.config.advertised_host, self.c.port)
+    def store_host(self) -> bytes:
+        """The broker's address packed as a record's BORNHOST (what the store's C encoder takes)."""
+        h = self._born
+        if h is None:
+            h = self._born = pack_host(self.c.config.advertised_host, self.c.port)
+        return h
 
-    def put(self, msg: Any, then: Callable[[PutMessageResult], None]) -> None:
-        self.put_batch([msg], then)
+    def put(self, msg: Any, then: Callable[[PutMessageResult], None]) -> bool:
+        return self.put_batch([msg], then)
 
-    def put_batch(self, msgs: list[Any], then: Callable[[PutMessageResult], None]) -> None:
+    def put_batch(self, msgs: list[Any], then: Callable[[PutMessageResult], None]) -> bool:
         """Store ``msgs`` (one topic and queue) and call ``then(result)`` on the event loop once durable as the
-        flush mode promises; at once when nothing has to wait."""
+        flush mode promises: at once (returns False) when nothing has to wait, else later (returns True).
+
+        A revive-log put that waits is *unsettled* until ``then`` has run: the revive checkpoint stays below
+        where its records land (``unsettled_floor``), so a restart replays the state change it makes."""
         poster = self.c.poster
-        res = self.c.store.put_messages_nowait(msgs, lambda r: poster.post(then, r))
+        store = self.c.store
+        token = None
+        if msgs and msgs[0].topic == self.revive_topic and store.group_commit is not None:
+            cq = store.cq_table.find(self.revive_topic, R.REVIVE_QUEUE, create=False)
+            token = next(self._tokens)
+            self._unsettled[token] = cq.max_offset if cq is not None else 0
+
+        def settled(r: PutMessageResult) -> None:
+            try:
+                then(r)
+            finally:
+                self._unsettled.pop(token, None)  # type: ignore[arg-type]
+        res = store.put_messages_nowait(msgs, lambda r: poster.post(settled, r))
         if res is not None:
-            then(res)
+            settled(res)
+            return False
+        return True
+
+    def unsettled_floor(self) -> int | None:
+        """The lowest revive-log position a put still waiting for its flush may write (None: none waits)."""
+        return min(self._unsettled.values()) if self._unsettled else None
 
     def commit_offset(self, host: str, group: str, topic: str, queue_id: int, offset: int) -> None:
         """Move a group's pop offset forward (never back: a late commit of an older pop changes nothing)."""

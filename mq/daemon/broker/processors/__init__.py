@@ -55,10 +55,16 @@ def register_all(controller: "BrokerController") -> None:
     controller.ack_processor = AckProcessor(controller)
     controller.pop_processor.register(server)
     controller.ack_processor.register(server)
+    # RocketMQ 5 broker-side load balancing: QUERY_ASSIGNMENT (400), SET_MESSAGE_REQUEST_MODE (401)
+    from mq.daemon.broker.processors.assignment import AssignmentProcessor
+
+    controller.assignment_processor = AssignmentProcessor(controller)
+    controller.assignment_processor.register(server)
     from mq.daemon.broker.processors import admin  # the admin helper's module; missing is an error
-    from mq.daemon.broker.processors import admin_acl, admin_queues, admin_stats
+    from mq.daemon.broker.processors import admin_acl, admin_metadata, admin_queues, admin_stats
 
     admin.register(controller)
+    admin_metadata.register(controller)
     admin_queues.register(controller)
     admin_stats.register(controller)
     admin_acl.register(controller)

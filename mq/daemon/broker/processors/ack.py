@@ -5,7 +5,8 @@ acks of popped messages over remoting, answered through ``controller.pop_service
   its queue offset). SUCCESS; an expired or foreign handle NO_MESSAGE (the Java client reads any other code as
   "not acked"); TOPIC_NOT_EXIST; SYSTEM_ERROR when the ack could not be stored.
 - BATCH_ACK_MESSAGE: a ``BatchAckMessageRequestBody`` (one entry per checkpoint: its fields and a bit set of the
-  acked offsets); SUCCESS unless one could not be stored (SYSTEM_ERROR); no entries: NO_MESSAGE.
+  acked offsets); SUCCESS unless one could not be stored (SYSTEM_ERROR); no entries: NO_MESSAGE; more than
+  ``MAX_BATCH_ACK`` messages: INVALID_PARAMETER.
 - CHANGE_MESSAGE_INVISIBLETIME: answers ``ChangeInvisibleTimeResponseHeader`` (the new pop time, invisible time
   and revive queue, from which the client builds the new handle) with every code, zeros when refused.
 """
@@ -15,7 +16,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable
 
 from mq.daemon.broker.pop.contract import AckResult, AckStatus, ChangeInvisibleResult
-from mq.errors import RemoteProtocolError
 from mq.protocol import extra_info as X
 from mq.protocol.codes import RequestCode, ResponseCode
 from mq.protocol.command import RemotingCommand
@@ -27,6 +27,8 @@ if TYPE_CHECKING:
     from mq.daemon.broker.controller import BrokerController
 
 RC = ResponseCode
+#: Messages one BATCH_ACK_MESSAGE may ack (a client acks a few pops' worth at a time).
+MAX_BATCH_ACK = 4096
 CODES = {
     AckStatus.OK: RC.SUCCESS,
     AckStatus.EXPIRED: RC.NO_MESSAGE,
@@ -63,15 +65,13 @@ class AckProcessor:
 
     def ack(self, conn: Any, cmd: RemotingCommand) -> RemotingCommand | None:
         h = AckMessageRequestHeader.from_ext(cmd.ext_fields)
-        mismatch = self._queue_mismatch(h.extra_info, h.queue_id)
-        if mismatch is not None:
-            return cmd.response(RC.NO_MESSAGE, mismatch)
 
         def start(reply: Callable[[RemotingCommand], None]) -> None:
             def done(results: list[AckResult]) -> None:
                 r = results[0]
                 reply(cmd.response(CODES[r.status], r.remark or None))
-            self.c.pop_service.acks.ack_cb(h.consumer_group, h.topic, [h.extra_info], [h.offset], done)
+            self.c.pop_service.acks.ack_cb(h.consumer_group, h.topic, [h.extra_info], [h.offset], done,
+                                           [h.queue_id])
         return _answer(conn, cmd, start)
 
     def batch_ack(self, conn: Any, cmd: RemotingCommand) -> RemotingCommand | None:
@@ -80,8 +80,12 @@ class AckProcessor:
             return cmd.response(RC.NO_MESSAGE, "no acks in the request")
         broker = body.broker_name or self.c.broker_name
         jobs = []
+        total = 0
         for ba in body.acks:
             offsets = ba.offsets()
+            total += len(offsets)
+            if total > MAX_BATCH_ACK:
+                return cmd.response(RC.INVALID_PARAMETER, f"a batch ack acks at most {MAX_BATCH_ACK} messages")
             if not offsets:
                 continue
             handles = [X.build(ba.start_offset, ba.pop_time, ba.invisible_time, ba.revive_queue_id, ba.retry, broker,
@@ -105,24 +109,11 @@ class AckProcessor:
 
     def change_invisible_time(self, conn: Any, cmd: RemotingCommand) -> RemotingCommand | None:
         h = ChangeInvisibleTimeRequestHeader.from_ext(cmd.ext_fields)
-        mismatch = self._queue_mismatch(h.extra_info, h.queue_id)
-        if mismatch is not None:
-            return cmd.response(RC.NO_MESSAGE, mismatch, ChangeInvisibleTimeResponseHeader(0, 0, 0).to_ext())
 
         def start(reply: Callable[[RemotingCommand], None]) -> None:
             def done(r: ChangeInvisibleResult) -> None:
                 ext = ChangeInvisibleTimeResponseHeader(r.pop_time, r.invisible_time, r.revive_qid).to_ext()
                 reply(cmd.response(CODES[r.status], r.remark or None, ext))
             self.c.pop_service.acks.change_cb(h.consumer_group, h.topic, h.extra_info, h.invisible_time, h.offset,
-                                              done)
+                                              done, h.queue_id)
         return _answer(conn, cmd, start)
-
-    @staticmethod
-    def _queue_mismatch(extra_info: str, queue_id: int) -> str | None:
-        try:
-            ei = X.parse(extra_info)
-        except RemoteProtocolError as exc:
-            return str(exc)
-        if ei.queue_id != queue_id:
-            return f"queueId {queue_id} is not the receipt handle's ({ei.queue_id})"
-        return None
