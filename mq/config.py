@@ -723,6 +723,32 @@ class BrokerConfig(RemotingServerConfig):
     #: Receipt handles remembered as acked or replaced until they expire, so a late ack of a replaced handle
     #: answers INVALID and a change of a finished one is refused; beyond this many the oldest are forgotten
     pop_finished_handles: int = 100_000
+    # -- gRPC endpoint (RocketMQ 5 clients; mq.daemon.proxy) ------------------------------------------------------
+    #: Port of the gRPC endpoint for RocketMQ 5.x clients (RocketMQ proxy's grpcServerPort); -1: no gRPC
+    #: endpoint; 0: any free port (also what a broker on an ephemeral listenPort 0 gets with the default 8081).
+    grpc_server_port: int = 8081
+    #: Address the gRPC endpoint binds; empty: the broker's bind address (``host``).
+    grpc_bind_address: str = ""
+    #: Most gRPC client sessions (distinct x-mq-client-id) served at once; beyond it new clients get TOO_MANY_REQUESTS.
+    grpc_max_sessions: int = 10_000
+    #: Seconds a QueryRoute answer built from the name server's route is reused.
+    grpc_route_cache_seconds: float = 5.0
+    #: Shortest invisible time a ReceiveMessage may ask for, ms (RocketMQ proxy: 10 s).
+    grpc_min_invisible_time_ms: int = 10_000
+    #: Longest invisible time a ReceiveMessage or ChangeInvisibleDuration may ask for, ms (12 h).
+    grpc_max_invisible_time_ms: int = 12 * 3_600_000
+    #: Invisible time given to push consumers' messages (auto_renew), ms; renewed while the client holds them.
+    grpc_default_invisible_time_ms: int = 60_000
+    #: Renew an auto-renewed message this long before its invisible time ends, ms.
+    grpc_renew_ahead_ms: int = 10_000
+    #: Stop renewing a message a push consumer has held this long, ms (RocketMQ: 3 h).
+    grpc_renew_max_hold_ms: int = 3 * 3_600_000
+    #: Shortest long polling of a ReceiveMessage, ms (RocketMQ proxy: 5 s); a call with less time left fails.
+    grpc_min_long_polling_ms: int = 5_000
+    #: Longest long polling of a ReceiveMessage, ms (RocketMQ proxy: 20 s); also what Settings tell consumers.
+    grpc_max_long_polling_ms: int = 20_000
+    #: Messages returned by one ReceiveMessage at most (RocketMQ: 32).
+    grpc_max_receive_batch: int = 32
 
     @property
     def advertised_host(self) -> str:

@@ -21,12 +21,16 @@ def classify_msg_id(msg_id: str) -> tuple[IdKind, tuple[str, int] | None]:
     """What a message id is: an offsetMsgId that decodes to a plausible (``ip:port``, offset), or a UNIQ_KEY.
 
     Both are 32 hex characters for IPv4 (56 for IPv6). A UNIQ_KEY read as an offsetMsgId gives a "port" made of
-    the PID and random bytes, almost always above 65535, or a negative offset. ValueError if not an id at all."""
+    the PID and random bytes, almost always above 65535, or a negative offset. A RocketMQ 5.x client's message id
+    (34 hex characters, version byte ``01``) is a UNIQ_KEY. ValueError if not an id at all."""
     from mq.common.msg_id import decode_offset_msg_id
 
     text = msg_id.strip()
+    if len(text) == 34 and text[:2] == "01" and all(c in "0123456789abcdefABCDEF" for c in text):
+        return IdKind.UNIQ_KEY, None
     if len(text) not in (32, 56) or any(c not in "0123456789abcdefABCDEF" for c in text):
-        raise ValueError(f"{msg_id!r} is not a message id: expected 32 (or 56) hexadecimal characters")
+        raise ValueError(f"{msg_id!r} is not a message id: expected 32 (or 56) hexadecimal characters, or a "
+                         "RocketMQ 5.x id (34, starting 01)")
     (ip, port), offset = decode_offset_msg_id(text)
     if 0 < port <= 65535 and offset >= 0 and ip not in ("0.0.0.0", "::"):
         host = f"[{ip}]" if ":" in ip else ip

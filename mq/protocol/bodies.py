@@ -434,6 +434,10 @@ class BrokerData(JsonBody):
     cluster: str = ""
     broker_name: str = ""
     broker_addrs: dict[int, str] = field(default_factory=dict)
+    #: remoting address -> gRPC endpoint (``host:grpcServerPort``) of the brokers that serve one; an mq name
+    #: server's extension (absent, None, from a Java name server, and for brokers without a gRPC endpoint).
+    #: 4.x clients ignore members they do not know.
+    grpc_addrs: dict[str, str] | None = None
 
 
 @dataclass(slots=True)

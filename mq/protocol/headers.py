@@ -496,6 +496,8 @@ class RegisterBrokerRequestHeader(Header):
     broker_id: Long
     compressed: bool = False
     body_crc32: int = 0
+    #: the broker's gRPC endpoint port (an mq extension; a Java name server ignores the extField); None: none
+    grpc_server_port: int | None = None
 
 
 @_header

@@ -340,22 +340,38 @@ class PlainAccessValidator:
     def check(self, remote_addr: str, cmd: RemotingCommand, need: dict[str, Perm] | None = None) -> str | None:
         """Why ``cmd`` is refused, or None. ``need`` (the resources it needs) when the caller decoded them
         already: a large heartbeat is checked for its account and signature first, and for its resources once
-        decoded off the event loop. Refusals are counted by kind (``refusals``, for metrics)."""
-        reason = self._check(remote_addr, cmd, need)
+        decoded off the event loop."""
+        fields = cmd.ext_fields
+
+        def verify(secret_key: str) -> bool:
+            return signature_matches(fields, cmd.body, secret_key)
+
+        return self.check_access(remote_addr, fields.get(ACCESS_KEY), verify,
+                                 need if need is not None else (lambda: required_resources(cmd)),
+                                 admin_code=cmd.code in ADMIN_CODES, code=cmd.code)
+
+    def check_access(self, remote_addr: str, access_key: str | None, verify: Callable[[str], bool],
+                     need: dict[str, Perm] | Callable[[], dict[str, Perm]], *, admin_code: bool = False,
+                     code: int | None = None) -> str | None:
+        """The checks of ``check`` for any request: ``verify(secret_key)`` says whether the request's
+        signature is right, ``need`` is what it touches (or a function computing it). The gRPC endpoint
+        calls this with its own signature scheme (MQv2-HMAC-SHA1). Refusals are counted by kind
+        (``refusals``, for metrics)."""
+        reason = self._check_access(remote_addr, access_key, verify, need, admin_code, code)
         if reason is not None:
             kind = refusal_kind(reason)
             self.refusals[kind] = self.refusals.get(kind, 0) + 1
         return reason
 
-    def _check(self, remote_addr: str, cmd: RemotingCommand, need: dict[str, Perm] | None = None) -> str | None:
+    def _check_access(self, remote_addr: str, access_key: str | None, verify: Callable[[str], bool],
+                      need: dict[str, Perm] | Callable[[], dict[str, Perm]], admin_code: bool,
+                      code: int | None) -> str | None:
         self.reload_if_changed()
         config = self.config
         ip = client_ip(remote_addr)
         for white in config.global_white:
             if white(ip):
                 return None
-        fields = cmd.ext_fields
-        access_key = fields.get(ACCESS_KEY)
         if access_key is None:
             return "No accessKey is configured"
         account = config.accounts.get(access_key)
@@ -363,17 +379,17 @@ class PlainAccessValidator:
             return f"No acl config for {access_key}"
         if account.white(ip):
             return None
-        if need is None:
+        if callable(need):
             try:
-                need = required_resources(cmd)
+                need = need()
             except Exception as exc:  # a body the validator cannot read is refused, as Java's parse fails
                 return f"cannot read the request to check its permissions: {exc}"
-        if not signature_matches(fields, cmd.body, account.secret_key):
+        if not verify(account.secret_key):
             return f"Check signature failed for accessKey={access_key}"
         if need.get(TRACE_TOPIC) == Perm.PUB:
             return None
-        if cmd.code in ADMIN_CODES and not account.admin:
-            return f"Need admin permission for request code={cmd.code}, but accessKey={access_key} is not"
+        if admin_code and not account.admin:
+            return f"Need admin permission for request code={code}, but accessKey={access_key} is not"
         if not need or (account.perms is None and account.admin):
             return None
         owned = account.perms or {}

@@ -85,6 +85,8 @@ class BrokerController:
         self.timer_service: Any = None
         # replication (mq.daemon.broker.ha): HAService on a master, HAClient on a slave; built in start()
         self.ha: Any = None
+        #: the gRPC endpoint for RocketMQ 5.x clients (mq.daemon.proxy), None when grpcServerPort is -1
+        self.grpc: Any = None
         self.slave_sync: Any = None
         #: the Prometheus endpoint (mq.daemon.metrics) when metricsExporterType is PROM; built in start()
         self.metrics: Any = None
@@ -193,7 +195,11 @@ class BrokerController:
             await self._start_ha()
             if self.metrics is not None:
                 await self.metrics.start()
+            await self._start_grpc()
         except BaseException:
+            await self._stop_grpc()
+            if self.metrics is not None:
+                await self.metrics.stop()
             await self._stop_ha()
             await self.server.stop()
             if self.store is not None:
@@ -210,9 +216,10 @@ class BrokerController:
         self._started = True
         ok = await self.registrar.register_all(force=True)
         self.registrar.start()
-        log.info("broker %s (%s, id %d) listening on %s:%d, advertised %s, store %s; registered with %d/%d name "
+        log.info("broker %s (%s, id %d) listening on %s:%d, advertised %s%s, store %s; registered with %d/%d name "
                  "servers", self.broker_name, self.cluster, self.broker_id, self.config.host, self.port,
-                 self.address, self.store_config.store_path_root_dir, ok, len(self.config.namesrv_addrs))
+                 self.address, f", gRPC {self.grpc.advertised_address}" if self.grpc is not None else "",
+                 self.store_config.store_path_root_dir, ok, len(self.config.namesrv_addrs))
 
     def _open_store(self) -> None:
         assert self.poster is not None
@@ -262,6 +269,7 @@ class BrokerController:
             log.exception("stopping the pop service failed")
         await cancel_tasks(*self._tasks)
         self._tasks = []
+        await self._stop_grpc()
         if self.metrics is not None:
             await self.metrics.stop()
         if self.hold_service is not None:
@@ -280,6 +288,31 @@ class BrokerController:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.stop()
+
+    # -- the gRPC endpoint (mq.daemon.proxy) ------------------------------------------------------------------
+    @property
+    def grpc_port(self) -> int | None:
+        """The bound gRPC port, None without a gRPC endpoint."""
+        return self.grpc.port if self.grpc is not None else None
+
+    async def _start_grpc(self) -> None:
+        if self.config.grpc_server_port < 0:
+            return
+        from mq.daemon.proxy.server import GrpcEndpoint
+
+        endpoint = GrpcEndpoint(self)
+        await endpoint.start()
+        self.grpc = endpoint
+        self.server.registry.foreign_protocol_hint = (
+            f"RocketMQ 5.x gRPC clients connect to this broker's gRPC endpoint {endpoint.advertised_address}")
+
+    async def _stop_grpc(self) -> None:
+        endpoint, self.grpc = self.grpc, None
+        if endpoint is not None:
+            try:
+                await endpoint.stop()
+            except Exception:
+                log.exception("stopping the gRPC endpoint failed")
 
     # -- replication (STORE.md §13) -------------------------------------------------------------------------
     async def _start_ha(self) -> None:
@@ -416,6 +449,8 @@ class BrokerController:
         now = int(time.time() * 1000)
         for group, cid in self.consumers.scan_expired(exp, now) + self.producers.scan_expired(exp, now):
             log.info("client %s of group %s dropped after %d ms of silence", cid, group, exp)
+        if self.grpc is not None:
+            self.grpc.tick()
 
     def _persist_offsets(self) -> None:
         self.offsets.persist()
