@@ -34,7 +34,10 @@ def _row(m: Any) -> dict[str, Any]:
 def _range(q: dict[str, str]) -> tuple[int, int]:
     now = int(time.time() * 1000)
     begin = parse_when(q["begin"], q.get("tz"), field_name="begin") if q.get("begin", "").strip() else now - HOUR_MS
-    end = parse_when(q["end"], q.get("tz"), field_name="end") if q.get("end", "").strip() else now
+    end_text = q.get("end", "").strip()
+    end = parse_when(end_text, q.get("tz"), field_name="end") if end_text else now
+    if end_text and not end_text.isdigit():
+        end += 999  # a time typed to the second covers that whole second
     if begin > end:
         raise FieldError("begin", "the begin is after the end")
     return begin, end
