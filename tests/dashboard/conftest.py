@@ -14,6 +14,7 @@ Chromium is the system's (Debian ``chromium``, /usr/bin/chromium, or $MQ_CHROMIU
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
@@ -119,17 +120,23 @@ def wait_registered(namesrv: str, timeout: float = 30.0) -> None:
     raise AssertionError(f"no broker registered with {namesrv} within {timeout} s")
 
 
+@contextlib.contextmanager
+def mq_cluster(root: Path) -> Iterator[Target]:
+    daemons = MqDaemons(root)
+    daemons.start()
+    try:
+        wait_registered(daemons.namesrv)
+        yield Target("mq", daemons.namesrv, daemons.broker.address)
+    finally:
+        daemons.stop()
+
+
 @pytest.fixture(scope="module", params=["mq", "rocketmq"])
 def target(request, tmp_path_factory) -> Iterator[Target]:
     root = tmp_path_factory.mktemp(f"cluster-{request.param}")
     if request.param == "mq":
-        daemons = MqDaemons(root)
-        daemons.start()
-        try:
-            wait_registered(daemons.namesrv)
-            yield Target("mq", daemons.namesrv, daemons.broker.address)
-        finally:
-            daemons.stop()
+        with mq_cluster(root) as t:
+            yield t
         return
     from tests.interop.java_broker import JavaBrokerUnavailable, JavaCluster
 
