@@ -150,3 +150,28 @@ def test_a_loopback_console_refuses_foreign_host_names(console):
     with pytest.raises(urllib.error.HTTPError) as err:
         urllib.request.urlopen(req)
     assert err.value.code == 400
+
+
+def test_the_newest_trace_report_of_the_folder_is_shown(mq_target, tmp_path, page, shot):
+    import os
+    import time
+
+    from mq.trace.report import write_html
+    from tests.unit.trace.test_trace_report import _report
+
+    folder = tmp_path / "reports"
+    folder.mkdir()
+    old = folder / "old.html"
+    old.write_text("<html><body>an old report</body></html>")
+    os.utime(old, (time.time() - 3600, time.time() - 3600))
+    write_html(_report(), folder / "today.html")
+    c = Console(tmp_path, mq_target.namesrv, config={"traceReportDir": str(folder)}).start()
+    try:
+        page.goto(f"{c.url}/report")
+        assert "today.html" in page.locator("main").inner_text()
+        frame = page.frame_locator("iframe.report")
+        assert frame.locator("svg").first.is_visible()
+        assert "an old report" not in frame.locator("body").inner_text()
+        shot(page, "report")
+    finally:
+        c.stop()
