@@ -74,12 +74,14 @@ async def group_row(admin: Any, group: str) -> dict[str, Any]:
             "consumeTps": stats.consume_tps, "diffTotal": totals["diff"], "queues": totals["queues"]}
 
 
-async def groups_overview(admin: Any, *, limit: int = 32) -> tuple[list[dict[str, Any]], list[str]]:
+async def groups_overview(admin: Any, *, limit: int = 32, clients: bool = True
+                          ) -> tuple[list[dict[str, Any]], list[str]]:
     """Every subscription group of every master with its lag, TPS and online clients, for a list view, and
     the problems met (a master that did not answer; raised instead when no master answers).
 
     Two calls per master (GET_ALL_SUBSCRIPTIONGROUP_CONFIG and GET_BROKER_CONSUME_STATS, which answers the
-    progress of all groups at once) and one connection query per group, at most ``limit`` in flight."""
+    progress of all groups at once) and, with ``clients``, one connection query per group, at most ``limit`` in
+    flight (without: ``clients`` is None in every row)."""
     masters = await admin.master_addrs()
     rows: dict[str, dict[str, Any]] = {}
     failures: list[MQError] = []
@@ -111,13 +113,16 @@ async def groups_overview(admin: Any, *, limit: int = 32) -> tuple[list[dict[str
         raise failures[0]
 
     async def with_clients(row: dict[str, Any]) -> dict[str, Any]:
+        row["topics"] = sorted(t for t in row["topics"] if not t.startswith(RETRY_GROUP_TOPIC_PREFIX))
+        if not clients:
+            row.update(connection_summary(None), clients=None)
+            return row
         try:
             cc = await online_connection(admin, row["group"])
         except MQError as exc:
             log.debug("consumer connection of %s failed: %s", row["group"], exc)
             cc = None
         row.update(connection_summary(cc))
-        row["topics"] = sorted(t for t in row["topics"] if not t.startswith(RETRY_GROUP_TOPIC_PREFIX))
         return row
 
     return await gather_bounded(with_clients, [rows[g] for g in sorted(rows)], limit), problems

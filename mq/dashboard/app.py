@@ -63,9 +63,13 @@ class Guard:
             await response(scope, receive, send)
             return
 
+        static = path.startswith("/static/")
+
         async def send_with_headers(message: dict[str, Any]) -> None:
             if message["type"] == "http.response.start":
-                extra = [(b"content-security-policy", CSP.encode()), (b"x-content-type-options", b"nosniff"),
+                # assets are linked with the package version in their URL: a browser keeps them for a day
+                cache = b"public, max-age=86400" if static else b"no-store"
+                extra = [(b"cache-control", cache), (b"content-security-policy", CSP.encode()), (b"x-content-type-options", b"nosniff"),
                          (b"x-frame-options", b"SAMEORIGIN"), (b"referrer-policy", b"same-origin")]
                 message["headers"] = list(message.get("headers", [])) + extra
             await send(message)

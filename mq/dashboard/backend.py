@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
+import time
+from typing import Any, Awaitable, Callable
 
 from mq.client.admin import MQAdmin
 from mq.config import ClientConfig, DashboardConfig, ProducerConfig
@@ -28,6 +29,24 @@ class Backend:
         self._producer: Any = None
         self._pull: Any = None
         self._lock = asyncio.Lock()
+        self._cache: dict[str, tuple[float, Any]] = {}
+        self._cache_locks: dict[str, asyncio.Lock] = {}
+
+    async def cached(self, key: str, fetch: Callable[[], Awaitable[Any]], ttl: float) -> Any:
+        """``await fetch()``, reused for ``ttl`` seconds (lists of a large cluster are read once per refresh,
+        however many pages and filters ask); concurrent callers of one key share one fetch."""
+        lock = self._cache_locks.setdefault(key, asyncio.Lock())
+        async with lock:
+            hit = self._cache.get(key)
+            if hit is not None and hit[0] > time.monotonic():
+                return hit[1]
+            value = await fetch()
+            self._cache[key] = (time.monotonic() + ttl, value)
+            return value
+
+    def invalidate(self) -> None:
+        """Forget every cached list (after an action changed the cluster)."""
+        self._cache.clear()
 
     def client_config(self, instance: str) -> ClientConfig:
         cfg = self.config

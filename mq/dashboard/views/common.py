@@ -25,6 +25,19 @@ log = logging.getLogger(__name__)
 TEMPLATES = Path(__file__).resolve().parents[1] / "templates"
 
 
+def _asset_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("mq")
+    except PackageNotFoundError:
+        return "dev"
+
+
+#: Appended to asset URLs, so a browser that keeps assets for a day fetches them again after an upgrade.
+ASSET_VERSION = _asset_version()
+
+
 def format_ms(ms: Any) -> str:
     """Epoch ms as local ``YYYY-MM-DD HH:MM:SS.mmm``; 0/None/negative as ``-``."""
     if not ms or not isinstance(ms, (int, float)) or ms < 0:
@@ -94,7 +107,7 @@ def render(request: Request, name: str, context: dict[str, Any] | None = None, s
     ctx = {"config": st.config, "namesrv": ";".join(st.backend.namesrv_addrs), "user": user(request),
            "can_change": can_change(request), "csrf": csrf_token(request.session), "path": request.url.path,
            "refresh": st.config.refresh_interval, "has_report": bool(st.config.trace_report_dir),
-           "accounts": bool(st.accounts)}
+           "accounts": bool(st.accounts), "v": ASSET_VERSION}
     ctx.update(context or {})
     return templates.TemplateResponse(request, name, ctx, status_code=status)
 
@@ -147,6 +160,7 @@ def action(template: str, *, field_for_errors: str = "_", extra: Callable[[Reque
             else:
                 try:
                     ctx["result"] = await fn(request, values)
+                    app_state(request).backend.invalidate()
                 except FieldError as exc:
                     ctx["errors"][exc.field] = exc.message
                 except (MQError, ValueError) as exc:
@@ -159,6 +173,24 @@ def action(template: str, *, field_for_errors: str = "_", extra: Callable[[Reque
             return render(request, template, ctx, status=status)
         return endpoint
     return wrap
+
+
+def list_ttl(request: Request) -> float:
+    """How long a list read from the cluster is reused: under one refresh interval, at most 5 s."""
+    return min(5.0, max(0.5, app_state(request).config.refresh_interval * 0.8))
+
+
+def page_of(rows: list, request: Request, size: int = 100) -> tuple[list, dict[str, int]]:
+    """One page of ``rows`` (``?page=N``, from 1) and where it lies."""
+    try:
+        page = max(1, int(request.query_params.get("page", "1")))
+    except ValueError:
+        page = 1
+    pages = max(1, -(-len(rows) // size))
+    page = min(page, pages)
+    start = (page - 1) * size
+    return rows[start:start + size], {"page": page, "pages": pages, "first": start + 1 if rows else 0,
+                                      "last": min(start + size, len(rows)), "count": len(rows)}
 
 
 def int_field(values: dict[str, str], name: str, lo: int, hi: int, default: int | None = None) -> int:

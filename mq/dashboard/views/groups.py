@@ -15,8 +15,8 @@ from mq.client import dead_letters
 from mq.client.group_admin import (delete_subscription_group, groups_overview, online_connection, progress_rows,
                                    progress_totals, reset_offset_by_time)
 from mq.common.topic import validate_group
-from mq.dashboard.views.common import (FieldError, Result, action, app_state, int_field, parse_when, render,
-                                       required)
+from mq.dashboard.views.common import (FieldError, Result, action, app_state, int_field, list_ttl, page_of,
+                                       parse_when, render, required)
 from mq.errors import InvalidTopicError, MQError
 from mq.protocol.bodies import SubscriptionGroupConfig
 
@@ -37,22 +37,28 @@ async def _clusters(request: Request) -> dict[str, Any]:
     return {"clusters": sorted(info.cluster_addr_table)}
 
 
-async def _list_context(request: Request) -> dict[str, Any]:
+async def _list_context(request: Request, *, clients: bool) -> dict[str, Any]:
+    """The group list; without ``clients`` the online clients are left out (the page shows at once and its
+    rows, with clients, follow at once through htmx)."""
     q = request.query_params.get("q", "").strip().lower()
     show_system = request.query_params.get("system") in ("1", "on", "true")
-    rows, problems = await groups_overview(app_state(request).backend.admin)
+    backend = app_state(request).backend
+    rows, problems = await backend.cached(f"groups:{clients}", lambda: groups_overview(backend.admin, clients=clients),
+                                          list_ttl(request))
     shown = [r for r in rows if (show_system or not is_system_group(r["group"])) and (not q or q in r["group"].lower())]
-    return {"rows": shown, "q": q, "system": show_system, "total": len(rows), "problems": problems}
+    shown, paging = page_of(shown, request)
+    return {"rows": shown, "paging": paging, "q": q, "system": show_system, "total": len(rows),
+            "problems": problems, "clients": clients}
 
 
 async def group_list(request: Request) -> Response:
-    ctx = await _list_context(request)
+    ctx = await _list_context(request, clients=False)
     ctx.update(await _clusters(request), values=_config_values(SubscriptionGroupConfig()), errors={}, result=None)
     return render(request, "groups.html", ctx)
 
 
 async def group_rows(request: Request) -> Response:
-    return render(request, "_group_rows.html", await _list_context(request))
+    return render(request, "_group_rows.html", await _list_context(request, clients=True))
 
 
 def _config_values(cfg: SubscriptionGroupConfig) -> dict[str, str]:

@@ -12,7 +12,8 @@ from starlette.routing import Route
 from mq.client.topic_admin import KINDS, delete_topic, topic_kind, topics_overview, update_topic
 from mq.common.message import Message
 from mq.common.topic import validate_topic
-from mq.dashboard.views.common import FieldError, Result, action, app_state, int_field, render, required
+from mq.dashboard.views.common import (FieldError, Result, action, app_state, int_field, list_ttl, page_of, render,
+                                       required)
 from mq.errors import InvalidTopicError, MQError
 from mq.protocol.bodies import TopicConfig
 
@@ -26,9 +27,11 @@ async def _list_context(request: Request) -> dict[str, Any]:
     q = request.query_params.get("q", "")
     kind = request.query_params.get("kind", "normal")
     kind = kind if kind in KINDS or kind == "all" else "normal"
-    rows, problems = await topics_overview(app_state(request).backend.admin)
+    backend = app_state(request).backend
+    rows, problems = await backend.cached("topics", lambda: topics_overview(backend.admin), list_ttl(request))
     counts = {k: sum(1 for r in rows if r["kind"] == k) for k in KINDS}
-    return {"rows": _filter(rows, q, kind), "q": q, "kind": kind, "kinds": KINDS, "counts": counts,
+    shown, paging = page_of(_filter(rows, q, kind), request)
+    return {"rows": shown, "paging": paging, "q": q, "kind": kind, "kinds": KINDS, "counts": counts,
             "total": len(rows), "problems": problems}
 
 
