@@ -175,3 +175,40 @@ def test_the_newest_trace_report_of_the_folder_is_shown(mq_target, tmp_path, pag
         shot(page, "report")
     finally:
         c.stop()
+
+
+ACL = """\
+accounts:
+  - accessKey: consolekey
+    secretKey: consolesecret
+    admin: true
+"""
+
+
+def test_a_cluster_with_acl_is_read_with_the_configured_keys(tmp_path, page):
+    from tests.dashboard.conftest import MqDaemons, wait_registered
+
+    (tmp_path / "plain_acl.yml").write_text(ACL)
+    daemons = MqDaemons(tmp_path)
+    daemons.broker.config.update(aclEnable="true", aclFile=str(tmp_path / "plain_acl.yml"))
+    daemons.start()
+    signed = unsigned = None
+    try:
+        wait_registered(daemons.namesrv)
+        signed = Console(tmp_path, daemons.namesrv, config={"accessKey": "consolekey",
+                                                            "secretKey": "consolesecret"}).start()
+        unsigned = Console(tmp_path, daemons.namesrv).start()
+        resp = page.goto(f"{signed.url}/topics?kind=all")
+        assert resp.status == 200 and page.locator('#topics-table tr[data-topic="TBW102"]').count() == 1
+        assert "No accessKey" not in page.content()
+        # unsigned, the broker refuses: the page says so (the name server's topic list still shows)
+        page.goto(f"{unsigned.url}/topics?kind=all")
+        assert "No accessKey is configured" in page.locator(".state-warn").first.inner_text()
+        resp = page.goto(f"{unsigned.url}/groups/AnyGroup")
+        assert resp.status == 502
+        assert "No accessKey is configured" in page.locator("[data-state=refused]").inner_text()
+    finally:
+        for c in (signed, unsigned):
+            if c is not None:
+                c.stop()
+        daemons.stop()
