@@ -48,20 +48,15 @@ def _counts(kv: dict[str, str]) -> dict[str, int]:
 
 
 def _print_cluster(console, info, runtime: dict, more: bool) -> None:
-    from mq.client.broker_runtime import runtime_summary
+    from mq.client.broker_runtime import broker_rows, runtime_summary
 
     rows = []
-    for cluster in sorted(info.cluster_addr_table):
-        for name in sorted(info.cluster_addr_table[cluster]):
-            bd = info.broker_addr_table.get(name)
-            for bid, addr in sorted((bd.broker_addrs if bd else {}).items()):
-                rt = runtime.get(addr)
-                row = {"cluster": cluster, "brokerName": name, "brokerId": bid, "address": addr}
-                if isinstance(rt, dict):
-                    row.update(_counts(rt) if more else runtime_summary(rt))
-                else:
-                    row["error"] = rt
-                rows.append(row)
+    for row, rt in broker_rows(info, runtime):
+        if isinstance(rt, dict):
+            row.update(_counts(rt) if more else runtime_summary(rt))
+        else:
+            row["error"] = rt
+        rows.append(row)
     if console.json_mode:
         console.json({"clusters": rows, "clusterInfo": info.to_json_value()})
         return

@@ -46,6 +46,19 @@ def runtime_summary(kv: dict[str, str]) -> dict[str, object]:
             "commitLogDiskRatio": kv.get("commitLogDiskRatio", "")}
 
 
+def broker_rows(info: Any, runtime: dict[str, dict[str, str] | str]) -> list[tuple[dict[str, Any], Any]]:
+    """One (row, runtime table or error text) per broker address of a cluster overview, sorted by cluster,
+    broker name and id; the row holds ``cluster``, ``brokerName``, ``brokerId`` and ``address``."""
+    out = []
+    for cluster in sorted(info.cluster_addr_table):
+        for name in sorted(info.cluster_addr_table[cluster]):
+            bd = info.broker_addr_table.get(name)
+            for bid, addr in sorted((bd.broker_addrs if bd else {}).items()):
+                out.append(({"cluster": cluster, "brokerName": name, "brokerId": bid, "address": addr},
+                            runtime.get(addr)))
+    return out
+
+
 async def cluster_overview(admin: Any) -> tuple[Any, dict[str, dict[str, str] | str]]:
     """The name server's ClusterInfo and, per broker address (masters and slaves), its runtime table or the
     error that broker answered (a broker that is down is a text, not an exception)."""

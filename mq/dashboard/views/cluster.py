@@ -9,7 +9,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from mq.client.broker_runtime import cluster_overview, runtime_summary
+from mq.client.broker_runtime import broker_rows, cluster_overview, runtime_summary
 from mq.dashboard.views.common import app_state, describe, render
 from mq.errors import MQError
 
@@ -37,19 +37,16 @@ async def cluster_context(request: Request) -> dict[str, Any]:
         return {"namesrvs": namesrvs, "brokers": [], "down": True}
     info, runtime = await cluster_overview(admin)
     rows = []
-    for cluster in sorted(info.cluster_addr_table):
-        for name in sorted(info.cluster_addr_table[cluster]):
-            bd = info.broker_addr_table.get(name)
-            for bid, addr in sorted((bd.broker_addrs if bd else {}).items()):
-                rt = runtime.get(addr)
-                row: dict[str, Any] = {"cluster": cluster, "name": name, "id": bid, "addr": addr,
-                                       "role": "MASTER" if bid == 0 else "SLAVE", "error": ""}
-                if isinstance(rt, dict):
-                    row.update(runtime_summary(rt))
-                    row["role"] = rt.get("brokerRole") or row["role"]
-                else:
-                    row["error"] = rt or "no answer"
-                rows.append(row)
+    for base, rt in broker_rows(info, runtime):
+        row: dict[str, Any] = {"cluster": base["cluster"], "name": base["brokerName"], "id": base["brokerId"],
+                               "addr": base["address"], "role": "MASTER" if base["brokerId"] == 0 else "SLAVE",
+                               "error": ""}
+        if isinstance(rt, dict):
+            row.update(runtime_summary(rt))
+            row["role"] = rt.get("brokerRole") or row["role"]
+        else:
+            row["error"] = rt or "no answer"
+        rows.append(row)
     return {"namesrvs": namesrvs, "brokers": rows, "down": False}
 
 
