@@ -266,12 +266,18 @@ def test_lag_falls_while_a_consumer_runs_and_comes_back_after_a_reset(console, t
         p.shutdown()
 
 
-def test_group_list_shows_lag_and_clients(console, target, page, shot):
+def test_group_list_shows_lag_and_clients_and_a_message_is_resent_to_the_group(console, target, page, shot):
     topic, group = unique("DashList"), unique("CG_List")
     create_topic(target, topic, 2)
     from mq.client.hooks import ConsumeStatus
 
-    consumer = SyncPushConsumer(ConsumerConfig(group=group), lambda m, c: ConsumeStatus.CONSUME_SUCCESS,
+    bodies: list[bytes] = []
+
+    def listener(msgs, ctx):
+        bodies.extend(m.body for m in msgs)
+        return ConsumeStatus.CONSUME_SUCCESS
+
+    consumer = SyncPushConsumer(ConsumerConfig(group=group), listener,
                                 client_config(target, "dash-list")).subscribe(topic).start()
     try:
         def listed() -> bool:
@@ -285,6 +291,22 @@ def test_group_list_shows_lag_and_clients(console, target, page, shot):
         assert page.locator("#clients tbody tr").count() == 1
         assert topic in page.locator("#subscriptions").inner_text()
         assert page.locator("[data-consume-type]").inner_text() == "CONSUME_PASSIVELY"
+
+        # the message detail's resend: a client of the group consumes the stored message again at once
+        p = producer(target)
+        try:
+            sent = p.send(build_message(topic, b"consume me again"))
+        finally:
+            p.shutdown()
+        wait_until(lambda: b"consume me again" in bodies, 30, "the first delivery")
+        page.goto(f"{console.url}/messages/detail?id={sent.offset_msg_id}&topic={topic}")
+        page.select_option("#message-resend select[name=group]", group)
+        page.click("#message-resend button[type=submit]")
+        confirm(page)
+        result = page.locator("#message-resend [data-result]")
+        result.wait_for()
+        assert f"of {group} answered CR_SUCCESS" in result.inner_text()
+        assert bodies.count(b"consume me again") == 2
     finally:
         consumer.shutdown()
 
