@@ -106,6 +106,12 @@ def test_create_topic_with_confirmation_and_the_brokers_answer(console, target, 
     error = page.locator('#topic-create [data-error-for="topic"]')
     error.wait_for()
     assert "illegal characters" in error.inner_text()
+    # a name only the broker refuses: its own words, next to the field
+    page.locator("#topic-create input[name=topic]").fill("SCHEDULE_TOPIC_XXXX")
+    page.locator("#topic-create button[type=submit]").click()
+    confirm(page)
+    page.wait_for_function("() => (document.querySelector('#topic-create [data-error-for=topic]') || {})"
+                           ".textContent?.includes('conflict with system topic')")
 
     page.locator("#topic-create input[name=topic]").fill(topic)
     page.locator("#topic-create input[name=read]").fill("2")
