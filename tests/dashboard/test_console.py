@@ -378,3 +378,77 @@ def test_producer_connections(console, target, page, shot):
         shot(page, "producers")
     finally:
         p.shutdown()
+
+
+def test_update_and_delete_a_topic(console, target, page):
+    topic = unique("DashUpd")
+    create_topic(target, topic, 4)
+    page.goto(f"{console.url}/topics/{topic}")
+    page.fill("#topic-update input[name=read]", "2")
+    page.fill("#topic-update input[name=write]", "2")
+    page.select_option("#topic-update select[name=perm]", "4")
+    page.click("#topic-update button[type=submit]")
+    confirm(page)
+    page.locator("#topic-update [data-result]").wait_for()
+    assert f"topic {topic} updated" in page.locator("#topic-update [data-result]").inner_text()
+
+    def route_updated() -> bool:
+        page.goto(f"{console.url}/topics/{topic}")
+        cells = page.locator("#route tbody tr").first.locator("td")
+        return cells.nth(3).inner_text() == "2" and cells.nth(5).inner_text() == "R-"
+    wait_until(route_updated, 20, "the new route", interval=1.0)
+
+    page.click("#topic-delete button[type=submit]")
+    confirm(page)
+    page.wait_for_selector("#topic-delete [data-result], #topic-delete [role=alert]")
+    assert page.locator("#topic-delete [role=alert]").count() == 0, page.locator("#topic-delete").inner_text()
+    assert f"topic {topic} deleted" in page.locator("#topic-delete [data-result]").inner_text()
+    page.goto(f"{console.url}/topics?kind=all&q={topic}")
+    assert page.locator(f'#topics-table tr[data-topic="{topic}"]').count() == 0
+
+
+def test_create_configure_skip_and_delete_a_group(console, target, page):
+    topic, group = unique("DashSkip"), unique("CG_Skip")
+    create_topic(target, topic, 2)
+    page.goto(f"{console.url}/groups")
+    page.click("text=Create a subscription group")
+    page.fill("#group-create input[name=group]", group)
+    page.fill("#group-create input[name=retryMaxTimes]", "3")
+    page.click("#group-create button[type=submit]")
+    confirm(page)
+    page.locator("#group-create [data-result]").wait_for()
+    assert f"subscription group {group} written" in page.locator("#group-create [data-result]").inner_text()
+
+    p = producer(target)
+    try:
+        for i in range(5):
+            p.send(build_message(topic, f"s{i}".encode()))
+    finally:
+        p.shutdown()
+
+    async def commit(admin):  # the group has consumed nothing of the topic yet
+        from mq.protocol import headers as h
+        from mq.protocol.codes import RequestCode
+        from mq.protocol.command import RemotingCommand
+
+        for addr in (await admin.master_addrs()).values():
+            for q in range(2):
+                await admin.call_broker(addr, RemotingCommand.request(
+                    RequestCode.UPDATE_CONSUMER_OFFSET, h.UpdateConsumerOffsetRequestHeader(
+                        consumer_group=group, topic=topic, queue_id=q, commit_offset=0).to_ext()))
+    admin_call(target, commit)
+
+    page.goto(f"{console.url}/groups/{group}")
+    assert "3" in page.locator("#group-config tbody").inner_text()
+    wait_until(lambda: _lag(page) == 5, 20, "a lag of 5", interval=0.5)
+    page.select_option("#group-skip select[name=topic]", topic)
+    page.click("#group-skip button[type=submit]")
+    confirm(page)
+    page.locator("#group-skip [data-result]").wait_for()
+    assert "backlog skipped" in page.locator("#group-skip [data-result]").inner_text()
+    wait_until(lambda: _lag(page) == 0, 20, "no lag after the skip", interval=0.5)
+
+    page.click("#group-delete button[type=submit]")
+    confirm(page)
+    page.locator("#group-delete [data-result]").wait_for()
+    assert f"subscription group {group} deleted" in page.locator("#group-delete [data-result]").inner_text()

@@ -184,7 +184,7 @@ async def group_skip(request: Request, values: dict[str, str]) -> Result:
     return _offsets_result(group, topic, table, "moved to the end (backlog skipped)")
 
 
-@action("_group_delete.html", field_for_errors="cluster", extra=_detail_extra)
+@action("_group_delete.html", field_for_errors="cluster", extra=_clusters)
 async def group_delete(request: Request, values: dict[str, str]) -> Result:
     group = request.path_params["group"]
     cluster = required(values, "cluster", "cluster")

@@ -140,7 +140,7 @@ async def topic_update(request: Request, values: dict[str, str]) -> Result:
     return await _apply_topic(request, values, request.path_params["topic"], "updated")
 
 
-@action("_topic_delete.html", field_for_errors="cluster", extra=_detail_extra)
+@action("_topic_delete.html", field_for_errors="cluster", extra=_clusters)
 async def topic_delete(request: Request, values: dict[str, str]) -> Result:
     topic = request.path_params["topic"]
     cluster = required(values, "cluster", "cluster")
