@@ -85,3 +85,25 @@ def test_times_typed_in_forms():
     with pytest.raises(FieldError) as err:
         parse_when("yesterday", "0", field_name="begin")
     assert err.value.field == "begin"
+
+
+def test_hash_password_command_prints_a_hash_the_console_accepts():
+    from click.testing import CliRunner
+
+    from mq.cli.main import cli
+
+    res = CliRunner().invoke(cli, ["dashboard", "hash-password", "--password", "open sesame"])
+    assert res.exit_code == 0, res.output
+    assert auth.verify_password("open sesame", res.output.strip())
+    res = CliRunner().invoke(cli, ["dashboard", "hash-password"], input="pw1\npw1\n")
+    assert res.exit_code == 0 and auth.verify_password("pw1", res.output.strip().splitlines()[-1])
+
+
+def test_the_console_refuses_to_start_off_loopback_without_users():
+    from click.testing import CliRunner
+
+    from mq.cli.main import cli
+
+    res = CliRunner().invoke(cli, ["-n", "127.0.0.1:1", "dashboard", "--host", "0.0.0.0", "--port", "0"])
+    assert res.exit_code != 0
+    assert "without a login" in str(res.exception)
