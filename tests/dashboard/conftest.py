@@ -190,8 +190,10 @@ def console(target, tmp_path_factory) -> Iterator[Console]:
     c.stop()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
+    """Playwright's synchronous API runs an event loop in this thread while it is open: it is closed at the end
+    of each module, so that later tests may run their own loops here."""
     sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
     exe = chromium_path()
     if exe is None:

@@ -160,10 +160,13 @@ def test_send_a_message_then_find_it_by_key_and_by_time_and_open_it(console, tar
     page.fill("input[name=topic]", topic)
     page.click("#message-query button[type=submit]")
     page.locator(f'#message-rows tr[data-msg="{msg_id}"]').wait_for()
+    assert "order-42" in page.locator(f'#message-rows tr[data-msg="{msg_id}"]').inner_text()
     shot(page, "messages")
     page.click(f'#message-rows tr[data-msg="{msg_id}"] a')
     page.locator("[data-msg-id]").wait_for()
     assert page.locator("[data-msg-id]").get_attribute("data-msg-id") == msg_id
+    fields = page.locator("#message-fields").inner_text()
+    assert "order-42" in fields and "TagA" in fields and "built-in" not in fields
     props = page.locator("#properties").inner_text()
     assert "order-42" in props and "TagA" in props
     assert '"order": 42' in page.locator('[data-body-view="json"]').inner_text()  # pretty JSON first
