@@ -820,3 +820,44 @@ class OrderlyConfig:
     consume_lock_wait: float = 1.0
     #: MAX_TIME_CONSUME_CONTINUOUSLY: one queue yields to the others after consuming this long.
     max_time_consume_continuously: float = 60.0
+
+
+@dataclass(frozen=True, slots=True)
+class DashboardConfig:
+    """The web console (``mq dashboard``): where it listens, the cluster it shows and who may use it."""
+
+    #: Address the console binds to (``--host`` overrides it). Any address but a loopback one requires a login:
+    #: the console refuses to start without ``usersFile``.
+    host: str = "127.0.0.1"
+    #: HTTP port of the console (``--port`` overrides it).
+    listen_port: int = 8080
+    #: Name servers of the cluster shown, ``;``-separated; empty: ``-n``, else ``$NAMESRV_ADDR``, else
+    #: 127.0.0.1:9876.
+    namesrv_addr: str = ""
+    #: ACL: the access key the console signs its requests with (a cluster with aclEnable); empty: unsigned.
+    access_key: str = ""
+    #: ACL: the secret key that goes with ``accessKey``.
+    secret_key: str = field(default="", repr=False)
+    #: YAML file of the accounts that may log in (``users: [{username, password, role}]``, passwords hashed with
+    #: ``mq dashboard hash-password``); empty: no login, allowed only on a loopback address.
+    users_file: str = ""
+    #: Ask for a login even on a loopback address (needs ``usersFile``).
+    login_required: bool = False
+    #: Secret that signs session cookies; empty: a random one at each start (everyone logs in again after a
+    #: restart).
+    session_secret: str = field(default="", repr=False)
+    #: A login lasts this long, seconds.
+    session_max_age: int = 8 * 3600
+    #: Session cookies only over HTTPS (set it when a TLS proxy is in front of the console).
+    secure_cookies: bool = False
+    #: Folder where ``mq trace analyze --html`` reports are written; the newest ``*.html`` in it is shown.
+    #: Empty: no report page.
+    trace_report_dir: str = ""
+    #: Trace topic that message traces are read from.
+    trace_topic: str = "RMQ_SYS_TRACE_TOPIC"
+    #: Live figures (lag, TPS, cluster state) refresh this often, seconds.
+    refresh_interval: float = 5.0
+    #: Timeout of each call the console makes to a name server or broker, seconds.
+    admin_timeout: float = 5.0
+    #: Most messages a query by time range or by key shows (newest first).
+    max_query_messages: int = 500

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Iterable, TypeVar
+from typing import Any, Awaitable, Callable, TypeVar
 
 import click
+
+from mq.client.bounded import gather_bounded  # noqa: F401  (re-exported for the commands)
 
 T = TypeVar("T")
 
@@ -29,18 +30,6 @@ def with_admin(ctx_obj: Any, fn: Callable[[Any], Awaitable[T]], *, timeout: floa
             return await fn(admin)
 
     return run(main())
-
-
-async def gather_bounded(fn: Callable[[Any], Awaitable[T]], items: Iterable[Any], limit: int) -> list[T]:
-    """``[await fn(x) for x in items]``, with at most ``limit`` calls in flight (a broker may have thousands of
-    topics or groups to ask about); results in the order of ``items``."""
-    gate = asyncio.Semaphore(limit)
-
-    async def one(x: Any) -> T:
-        async with gate:
-            return await fn(x)
-
-    return list(await asyncio.gather(*(one(x) for x in items)))
 
 
 def daemon_options(kind: str):

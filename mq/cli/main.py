@@ -57,6 +57,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "exportConfigs": ("mq.cli.export_admin:export_configs", "Export the main broker configs and the size of a cluster to JSON."),
     "exportMetrics": ("mq.cli.export_admin:export_metrics", "Export a cluster's runtime metrics to JSON."),
     "trace": ("mq.cli.trace:trace", "Message trace: follow one message's path (mq trace -i MSGID)."),
+    "dashboard": ("mq.cli.dashboard:dashboard", "Serve the web console (clusters, topics, groups, messages, traces)."),
     "store": ("mq.cli.store:store", "Verify or print a store directory offline (no broker needed)."),
     "dlq": ("mq.cli.dlq:dlq", "Dead letters of a consumer group: list, resend."),
     "wipeWritePerm": ("mq.cli.namesrv_admin:wipe_write_perm", "Take write permission away from a broker on the name servers."),

@@ -7,9 +7,8 @@ import click
 from mq.cli.common import bool_option, json_option, with_admin
 
 
-def order_conf(brokers: dict[str, str], write_queue_nums: int) -> str:
-    """ORDER_TOPIC_CONFIG value mqadmin writes: ``brokerName:writeQueueNums`` joined by ``;``."""
-    return ";".join(f"{name}:{write_queue_nums}" for name in sorted(brokers))
+# order_conf lives with the topic operations in the client; re-exported for the other commands.
+from mq.client.topic_admin import order_conf  # noqa: E402,F401
 
 
 @click.command("topicStatus")
@@ -76,27 +75,9 @@ def update_topic(obj, topic: str, cluster: str | None, broker: str | None, read_
                      perm=perm, topic_filter_type=filter_type, topic_sys_flag=(1 if unit else 0) | (2 if has_unit_sub else 0), order=order)
 
     async def run(admin) -> dict:
-        if cluster:
-            targets = await admin.master_addrs(cluster)
-            if not targets:
-                from mq.errors import BrokerError
+        from mq.client.topic_admin import update_topic as update
 
-                raise BrokerError(1, f"cluster {cluster!r} has no master broker")
-        else:
-            targets = {}
-            info = await admin.cluster_info()
-            for name, bd in info.broker_addr_table.items():
-                if broker in bd.broker_addrs.values():
-                    targets[name] = broker
-            if not targets:
-                targets = {broker: broker}
-        for addr in targets.values():
-            await admin.create_and_update_topic_config(addr, tc, attributes)
-        conf = None
-        if order:
-            conf = await admin.create_or_update_order_conf(topic, order_conf(targets, write_queue_nums),
-                                                           is_cluster=bool(cluster))
-        return {"brokers": targets, "orderConf": conf}
+        return await update(admin, tc, cluster=cluster, broker=broker, attributes=attributes)
 
     out = with_admin(obj, run)
     console = Console(json_mode=json_mode)
@@ -122,21 +103,9 @@ def delete_topic(obj, topic: str, cluster: str, json_mode: bool) -> None:
     from mq.cli.console import Console
 
     async def run(admin) -> dict:
-        targets = await admin.master_addrs(cluster)
-        for addr in targets.values():
-            await admin.delete_topic_in_broker(addr, topic)
-        failures = await admin.delete_topic_in_all_namesrv(topic, cluster)
-        if len(failures) == len(admin.namesrv_addrs):
-            from mq.errors import ConnectError
+        from mq.client.topic_admin import delete_topic as delete
 
-            raise ConnectError("topic deleted on the brokers but on no name server: " + "; ".join(failures))
-        from mq.errors import MQError
-
-        try:
-            await admin.delete_kv("ORDER_TOPIC_CONFIG", topic)
-        except MQError:  # the kv entry is optional; its absence is not a failure
-            pass
-        return {"brokers": targets, "namesrvFailures": failures}
+        return await delete(admin, topic, cluster)
 
     out = with_admin(obj, run)
     console = Console(json_mode=json_mode)
