@@ -20,7 +20,7 @@ from typing import Any
 
 import click
 
-from mq.cli.common import json_option
+from mq.cli.common import json_option, undecodable_reporter
 
 #: Properties that describe where a message was parked or stored, not what it is.
 BOOKKEEPING = frozenset({"REAL_TOPIC", "REAL_QID", "DELAY", "CLUSTER", "MIN_OFFSET", "MAX_OFFSET", "WAIT",
@@ -55,8 +55,8 @@ def resend_properties(props: dict[str, str], target: str) -> dict[str, str]:
 
 
 async def read_dead_letters(admin: Any, group: str) -> list[Any]:
-    """Every message of ``%DLQ%<group>`` on every broker (decoded, bodies decompressed)."""
-    from mq.common.record import decode_records
+    """Every message of ``%DLQ%<group>`` on every broker (decoded, bodies decompressed; a record that cannot
+    be decoded is stepped over and reported to the admin's ``on_undecodable``)."""
     from mq.common.topic import dlq_topic
     from mq.errors import TopicNotExistError
     from mq.protocol import headers as h
@@ -78,25 +78,18 @@ async def read_dead_letters(admin: Any, group: str) -> list[Any]:
                                        h.GetMinOffsetRequestHeader(topic=topic, queue_id=qid))
             offset = h.GetMinOffsetResponseHeader.from_ext(resp.ext_fields).offset
             while True:
-                hd = h.PullMessageRequestHeader(
-                    consumer_group="TOOLS_CONSUMER", topic=topic, queue_id=qid, queue_offset=offset,
-                    max_msg_nums=PULL_BATCH, sys_flag=0x4, commit_offset=0, suspend_timeout_millis=0, sub_version=0,
-                    subscription="*", expression_type="TAG")
-                resp = await admin._broker(addr, RequestCode.PULL_MESSAGE, hd, ok=(
-                    ResponseCode.SUCCESS, ResponseCode.PULL_NOT_FOUND, ResponseCode.PULL_RETRY_IMMEDIATELY,
-                    ResponseCode.PULL_OFFSET_MOVED))
-                rh = h.PullMessageResponseHeader.from_ext(resp.ext_fields)
-                if resp.code != ResponseCode.SUCCESS or not resp.body:
-                    if resp.code == ResponseCode.PULL_OFFSET_MOVED and rh.next_begin_offset > offset:
-                        offset = rh.next_begin_offset
+                code, msgs, nxt, _lo, _hi = await admin.pull_messages(addr, topic, qid, offset, PULL_BATCH)
+                if code != ResponseCode.SUCCESS:
+                    if code == ResponseCode.PULL_OFFSET_MOVED and nxt > offset:
+                        offset = nxt
                         continue
                     break
-                for m in decode_records(resp.body, decompress=True):
+                for m in msgs:
                     m.broker_name = bd.broker_name
                     out.append(m)
-                if rh.next_begin_offset <= offset:
+                if nxt <= offset:
                     break
-                offset = rh.next_begin_offset
+                offset = nxt
     return out
 
 
@@ -168,7 +161,8 @@ def dlq_resend(obj, group: str, msg_ids: tuple[str, ...], resend_all: bool, to_t
         from mq.common.message import Message
         from mq.config import ClientConfig, ProducerConfig
 
-        async with MQAdmin(obj.namesrv_addrs, timeout=10.0, credentials=obj.credentials) as admin:
+        async with MQAdmin(obj.namesrv_addrs, timeout=10.0, credentials=obj.credentials,
+                           on_undecodable=undecodable_reporter()) as admin:
             msgs = await read_dead_letters(admin, group)
         chosen = [m for m in msgs if resend_all or m.msg_id.upper() in wanted or
                   (m.properties.get(P.UNIQ_CLIENT_MESSAGE_ID_KEYIDX) or "").upper() in wanted]

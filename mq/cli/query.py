@@ -174,7 +174,7 @@ def query_by_ids(obj, msg_id: str, topic: str | None, group: str | None, client_
     import sys
 
     from mq.cli.console import Console
-    from mq.errors import BrokerError, MQError, QueryNotFoundError, RemotingError
+    from mq.errors import BrokerError, MQError, QueryNotFoundError, RemoteProtocolError, RemotingError
 
     try:
         ids = split_msg_ids(msg_id)
@@ -200,7 +200,7 @@ def query_by_ids(obj, msg_id: str, topic: str | None, group: str | None, client_
                 m = await admin.view_message_by_offset_msg_id(one_id)
                 if topic is None or m.topic == topic:
                     return IdKind.OFFSET_MSG_ID.value, [m]
-            except (RemotingError, BrokerError) as exc:
+            except (RemotingError, BrokerError, RemoteProtocolError) as exc:
                 failure = exc
             if not topic:
                 assert failure is not None
@@ -231,7 +231,7 @@ def query_by_ids(obj, msg_id: str, topic: str | None, group: str | None, client_
                     elif producer is not None:
                         msgs = [await _resend(producer, m) for m in msgs]
                     found[one_id] = (found_as, msgs)
-                except (RemotingError, BrokerError) as exc:
+                except (RemotingError, BrokerError, RemoteProtocolError) as exc:
                     missing[one_id] = str(exc)
         finally:
             if producer is not None:
@@ -345,7 +345,8 @@ def query_msg_by_offset(obj, topic: str, broker: str, queue_id: int, offset: int
         msgs = [m for m in msgs if m.queue_offset == offset]
         if not msgs:
             why = {ResponseCode.PULL_OFFSET_MOVED: "is outside the queue",
-                   ResponseCode.PULL_NOT_FOUND: "has no message yet"}.get(code, "has no message")
+                   ResponseCode.PULL_NOT_FOUND: "has no message yet",
+                   ResponseCode.SUCCESS: "holds a record that cannot be decoded"}.get(code, "has no message")
             raise BrokerError(code, f"offset {offset} of {topic} queue {queue_id} on {addr} {why} "
                               f"(min {lo}, max {hi})", addr)
         msgs[0].broker_name = name

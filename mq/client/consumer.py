@@ -12,10 +12,11 @@
   ``pull_threshold_for_queue`` messages, ``pull_threshold_size_for_queue`` bytes, or spans more than
   ``consume_concurrently_max_span`` offsets (retried after 50 ms).
 - ``consume_thread_max`` workers (``mq.client.concurrently``) run the listener: ``listener(msgs, context) ->
-  ConsumeStatus`` (plain or ``async def``; a plain one runs on the loop and must not block). RECONSUME_LATER or an exception sends each
-  message back (CONSUMER_SEND_MSG_BACK, delay level 0 = broker decides); if that fails the message is re-sent to
-  ``%RETRY%<group>`` by the client's inner producer, and if that fails too it stays in the cache (the offset
-  cannot pass it) and is consumed again locally after ``local_retry_delay``. Never lost.
+  ConsumeStatus`` (plain or ``async def``; a plain one runs on the loop and must not block). RECONSUME_LATER
+  or an exception sends each message back (CONSUMER_SEND_MSG_BACK, delay level 0 = broker decides); if that
+  fails the message is re-sent to ``%RETRY%<group>`` by the client's inner producer, and if that fails too it
+  stays in the cache (the offset cannot pass it) and is consumed again locally after ``local_retry_delay``.
+  Never lost.
 - Offsets: the lowest offset still cached (or max+1) is recorded after each batch, persisted every 5 s and at
   shutdown (broker for CLUSTERING, local file for BROADCASTING).
 - ``orderly=True`` (or ``ConsumerConfig.consume_orderly``): a ``MessageListenerOrderly`` instead; queues are

@@ -41,7 +41,7 @@ from mq.common import properties as P
 from mq.common.fastjson import dumps as fastjson_dumps
 from mq.common.message import MessageExt, MessageQueue
 from mq.common.record import MAX_INFLATED_BODY
-from mq.common.record_scan import RecordScan, SkippedRecord, resume_after, scan_records
+from mq.common.record_scan import RecordScan, SkippedRecord, ask_alone, scan_records, settle
 from mq.common.tags import SubscriptionData, parse_subscription
 from mq.common.topic import validate_group, validate_topic
 from mq.config import ClientConfig
@@ -169,20 +169,13 @@ class PullAPI:
         result, scan = await self._pull(group, mq, offset, max_nums, sub, sys_flag=sys_flag,
                                         commit_offset=commit_offset, suspend=suspend, timeout=timeout,
                                         sub_version=sub_version)
-        if scan is not None and scan.framing_lost is not None and not scan.messages and max_nums > 1:
-            result, scan = await self._pull(group, mq, offset, 1, sub, sys_flag=sys_flag & ~(FLAG_COMMIT_OFFSET | FLAG_SUSPEND),
+        if scan is not None and ask_alone(scan, max_nums):
+            result, scan = await self._pull(group, mq, offset, 1, sub,
+                                            sys_flag=sys_flag & ~(FLAG_COMMIT_OFFSET | FLAG_SUSPEND),
                                             timeout=timeout, sub_version=sub_version)
         if scan is None or not scan.skipped:
             return result
-        skipped = list(scan.skipped)
-        lost = scan.framing_lost
-        if lost is not None:
-            resume = resume_after(scan, offset, result.next_begin_offset)
-            if resume is not None:  # delivered up to the break: the next answer starts with the bad record
-                result.next_begin_offset = resume
-                skipped.pop()
-            elif not scan.messages:  # an answer of one record (asked alone), so at nextBeginOffset - 1
-                skipped[-1] = lost.located(queue_offset=result.next_begin_offset - 1)
+        result.next_begin_offset, skipped = settle(scan, offset, result.next_begin_offset)
         result.skipped = [s.located(topic=mq.topic, queue_id=mq.queue_id, source=mq.broker_name) for s in skipped]
         for s in result.skipped:
             self.on_undecodable(s)

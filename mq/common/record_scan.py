@@ -17,9 +17,9 @@ not cost the reader the others, nor pass unnoticed:
 
 The Java client (``MessageDecoder.decodes``) stops silently at the first record it cannot decode, and its push
 consumer then moves on to ``nextBeginOffset``: the bad record and every record after it in that answer are lost
-without a word. A puller here narrows a lost framing down to the one record instead (``resume_after``): it
-delivers what decoded, pulls again from the record that broke the run, and when that record alone still does
-not decode, steps over it and says so.
+without a word. A puller here narrows a lost framing down to the one record instead (``ask_alone``,
+``settle``): it delivers what decoded, pulls again from the record that broke the run, and when that record
+alone still does not decode, steps over it and says so.
 """
 
 from __future__ import annotations
@@ -127,14 +127,29 @@ def scan_records(buf: bytes | bytearray | memoryview, *, decompress: bool = Fals
     return out
 
 
-def resume_after(scan: RecordScan, request_offset: int, next_begin_offset: int) -> int | None:
-    """Where the next pull of a queue should start when ``scan`` (the answer to a pull from ``request_offset``)
-    lost its framing after decoding some records: the record after the last one decoded, so that only the
-    record that broke the run is read again (it then starts the next answer). None when that gives no
-    progress or no record decoded: the caller pulls the first record alone (or steps over it) instead."""
-    if scan.framing_lost is None or not scan.messages:
-        return None
-    nxt = scan.messages[-1].queue_offset + 1
-    if request_offset < nxt < next_begin_offset:
-        return nxt
-    return None
+def ask_alone(scan: RecordScan, max_nums: int) -> bool:
+    """True when a pull's answer broke at its first record and held more than one: the puller then asks for
+    that first record alone (max 1), so that the answer ends where the record ends."""
+    return scan.framing_lost is not None and not scan.messages and max_nums > 1
+
+
+def settle(scan: RecordScan, request_offset: int, next_begin_offset: int) -> tuple[int, list[SkippedRecord]]:
+    """(where the next pull of the queue starts, the records stepped over) for the answer to a pull from
+    ``request_offset`` whose broker said ``next_begin_offset``, after ``ask_alone`` was honoured.
+
+    When the framing broke after some records decoded, the next pull starts at the record after the last one
+    decoded, so that the record that broke the run is read again at the start of an answer, and nothing is
+    stepped over yet. When it broke at the first record of an answer of one record, that record is stepped
+    over: it is at ``next_begin_offset - 1``."""
+    skipped = list(scan.skipped)
+    lost = scan.framing_lost
+    if lost is None:
+        return next_begin_offset, skipped
+    if scan.messages:
+        nxt = scan.messages[-1].queue_offset + 1
+        if request_offset < nxt < next_begin_offset:
+            skipped.pop()
+            return nxt, skipped
+        return next_begin_offset, skipped  # bytes after the answer's last record: nothing to read again
+    skipped[-1] = lost.located(queue_offset=next_begin_offset - 1)
+    return next_begin_offset, skipped
