@@ -223,8 +223,8 @@ def decode_record(buf: bytes | bytearray | memoryview, pos: int = 0, *, read_bod
     return msg
 
 
-def iter_records(buf: bytes | bytearray | memoryview, *, strict: bool = False,
-                 decompress: bool = False) -> Iterator[MessageExt]:
+def iter_records(buf: bytes | bytearray | memoryview, *, strict: bool = False, decompress: bool = False,
+                 max_inflated: int = MAX_INFLATED_BODY) -> Iterator[MessageExt]:
     """Decode a run of concatenated records (a PULL / QUERY body).
 
     Unless ``strict`` (which raises), a record whose content cannot be decoded (RecordContentError) is stepped
@@ -234,7 +234,7 @@ def iter_records(buf: bytes | bytearray | memoryview, *, strict: bool = False,
     pos, end = 0, len(mv)
     while pos < end:
         try:
-            msg = decode_record(mv, pos, decompress=decompress)
+            msg = decode_record(mv, pos, decompress=decompress, max_inflated=max_inflated)
         except RecordContentError as exc:
             if strict:
                 raise
@@ -248,9 +248,9 @@ def iter_records(buf: bytes | bytearray | memoryview, *, strict: bool = False,
         pos += msg.store_size
 
 
-def decode_records(buf: bytes | bytearray | memoryview, *, strict: bool = False,
-                   decompress: bool = False) -> list[MessageExt]:
-    return list(iter_records(buf, strict=strict, decompress=decompress))
+def decode_records(buf: bytes | bytearray | memoryview, *, strict: bool = False, decompress: bool = False,
+                   max_inflated: int = MAX_INFLATED_BODY) -> list[MessageExt]:
+    return list(iter_records(buf, strict=strict, decompress=decompress, max_inflated=max_inflated))
 
 
 # -- batch request body -----------------------------------------------------------------------------------
