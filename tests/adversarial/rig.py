@@ -18,7 +18,10 @@ After each example ``check()`` asks, in this order:
 3. ``verify_store`` (what ``mq store verify`` runs) finds the store consistent (retried for a second, since the
    broker may be between writing a record and dispatching it); a corrupt store is a failure, and the broker is
    restarted on a fresh store so that the next example starts clean;
-4. no path appeared under <root> outside the store since the last check, and no name carrying the hostile
+4. the store holds only what the store lays out (``STORE_LAYOUT`` at its top, consume-queue directories named
+   like topics, queue directories named like queue ids): a name with path pieces that became a path inside the
+   store is found here;
+5. no path appeared under <root> outside the store since the last check, and no name carrying the hostile
    marker (``MARKER``) appeared next to <root>, in /tmp or in / (a path that escaped the store); such paths are
    listed in the failure and removed.
 
@@ -28,6 +31,7 @@ Every check failure raises ``AssertionError`` with the daemon's log tail, so hyp
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import socket
@@ -52,6 +56,12 @@ BROKER_YAML = {
 HEALTH_TIMEOUT = 10.0
 #: Messages sent to AdvTopic queue 0 when a store is new.
 SEED = 3
+#: What a store root holds (mq.store, the timer, the ACL file): anything else at its top is misplaced.
+STORE_LAYOUT = frozenset({"commitlog", "consumequeue", "index", "config", "checkpoint", "abort", "lock", "timer",
+                          "conf", "acl"})
+#: A topic name as the broker accepts it (mq.common.topic): a consume-queue directory named otherwise was made
+#: from a name with path pieces.
+TOPIC_NAME = re.compile(r"[%|a-zA-Z0-9_-]{1,127}")
 
 
 def free_port() -> int:
@@ -201,6 +211,32 @@ class Rig:
                     found.add(path)
         return found
 
+    def _misplaced_in_store(self) -> list[str]:
+        """Paths inside the store that the store does not lay out: a top-level name it does not use, a consume
+        queue directory whose name is not a topic name (a name with path pieces became a path), a queue
+        directory that is not a queue id."""
+        out = []
+        try:
+            top = os.listdir(self.store)
+        except OSError:
+            return out
+        out += [str(self.store / n) for n in top if n not in STORE_LAYOUT]
+        cq = self.store / "consumequeue"
+        try:
+            topics = os.listdir(cq)
+        except OSError:
+            topics = []
+        for t in topics:
+            if not TOPIC_NAME.fullmatch(t):
+                out.append(str(cq / t))
+                continue
+            try:
+                queues = os.listdir(cq / t)
+            except OSError:
+                continue
+            out += [str(cq / t / q) for q in queues if not q.isdigit()]
+        return out
+
     def _marked_elsewhere(self) -> list[str]:
         out = []
         for d in (self.root.parent, Path("/tmp"), Path("/")):
@@ -253,6 +289,11 @@ class Rig:
                 corrupt = True
                 problems.append(f"store verify fails: {rep.bad_records} bad record(s); "
                                 f"{'; '.join(rep.problems[:5])}")
+        misplaced = self._misplaced_in_store()
+        if misplaced:
+            problems.append(f"path(s) in the store that the store does not lay out: {misplaced}")
+            for p in misplaced:
+                shutil.rmtree(p, ignore_errors=True) if os.path.isdir(p) else _unlink(p)
         now = self._outside_store()
         new = sorted(now - self._known)
         marked = self._marked_elsewhere()
