@@ -22,7 +22,7 @@ from mq.protocol.codes import RequestCode as R
 
 #: Properties with which a client names where the broker delivers later (defect 1).
 DELIVERY_TARGET_KEYS = ("REAL_TOPIC", "REAL_QID", "TIMER_OUT_MS", "TIMER_ROLL_TIMES")
-#: Request codes whose header names a sysFlag for the record (``sysFlag``, or ``e`` in the V2 send header).
+#: Request codes whose header names a sysFlag for the record (``sysFlag``, or ``f`` in the V2 send header).
 RECORD_CODES = {R.SEND_MESSAGE, R.SEND_MESSAGE_V2, R.SEND_BATCH_MESSAGE, R.SEND_REPLY_MESSAGE,
                 R.SEND_REPLY_MESSAGE_V2}
 _NOT_NAME = re.compile(r"[^%|a-zA-Z0-9_-]")
@@ -45,9 +45,10 @@ def known_defect(req: Any) -> str | None:
     ext = {str(k): v for k, v in req.ext.items()}
     text = repr(ext) + repr(req.body)
     if req.code in RECORD_CODES:
-        flag = _int(ext.get("sysFlag", ext.get("e", 0)))
-        if flag is not None and known_sysflag(flag):
-            return "issue 28 defect 2: a client-chosen IPv6 sysFlag bit"
+        for key in ("sysFlag", "f"):  # "f" is sysFlag in the V2 send header
+            flag = _int(ext.get(key, 0))
+            if flag is not None and known_sysflag(flag):
+                return "issue 28 defect 2: a client-chosen IPv6 sysFlag bit"
         topic = str(ext.get("topic", ext.get("b", "")))
         if topic in NOT_ALLOWED_SEND_TOPICS or topic.startswith(SYSTEM_TOPIC_PREFIX) or topic.startswith("%"):
             return "issue 28 defect 1: a client writes a system, retry or DLQ topic"

@@ -15,8 +15,8 @@ After each example ``check()`` asks, in this order:
 
 1. both daemons are alive (a dead one is a failure; it is restarted for the next example);
 2. each answers a normal request on a new connection (any answer counts: a refusal is an answer);
-3. ``verify_store`` (what ``mq store verify`` runs) finds the store consistent (retried for a second, since the
-   broker may be between writing a record and dispatching it); a corrupt store is a failure, and the broker is
+3. ``verify_store`` (what ``mq store verify`` runs) finds the store consistent (retried for two seconds, since
+   the broker may be between writing a record and dispatching it); a corrupt store is a failure, and the broker is
    restarted on a fresh store so that the next example starts clean;
 4. the store holds only what the store lays out (``STORE_LAYOUT`` at its top, consume-queue directories named
    like topics, queue directories named like queue ids): a name with path pieces that became a path inside the
@@ -54,6 +54,9 @@ BROKER_YAML = {
     "maxHashSlotNum": 5_000, "maxIndexNum": 20_000, "haListenPort": 0,
 }
 HEALTH_TIMEOUT = 10.0
+#: A store that does not verify is read again this many times, 0.3 s apart, before it counts as corrupt (the
+#: broker may be between writing a record and dispatching it; a loaded CI machine makes that moment long).
+VERIFY_TRIES = 8
 #: Messages sent to AdvTopic queue 0 when a store is new.
 SEED = 3
 #: What a store root holds (mq.store, the timer, the ACL file): anything else at its top is misplaced.
@@ -279,7 +282,7 @@ class Rig:
         corrupt = False
         if self.broker.alive() and self.store.exists():
             rep = None
-            for _ in range(4):
+            for _ in range(VERIFY_TRIES):
                 rep = verify_store(self.store)
                 if rep.ok:
                     break

@@ -12,27 +12,42 @@ Examples that would only show a defect already known and being fixed elsewhere a
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from hypothesis import given
 
+from mq.protocol.codes import RequestCode
 from tests.adversarial import registry
 from tests.adversarial.conftest import adv_settings
 from tests.adversarial.hostile import TIMING_SETTLE, HostileRequest, hostile_request
 from tests.adversarial.known import known_defect
 from tests.adversarial.rig import Rig
-from tests.adversarial.wire import Peer
+from tests.adversarial.wire import Peer, json_frame
 
 #: Examples per request code under the CI profile (about 80 codes).
 EXAMPLES_PER_CODE = 25
 #: How long to wait for the answer to a hostile request before checking the daemons.
 ANSWER_WAIT = 1.0
+#: After a oneway request (nothing answers it), how long to let the daemon finish it.
+ONEWAY_SETTLE = 0.2
 
 
 def send(rig: Rig, address: str, req: HostileRequest) -> None:
+    """Send ``req`` and wait for its answer; after a oneway request, wait for the answer to a normal request
+    sent behind it on the same connection and a moment more, so that what the oneway request did is done
+    before the checks (else it would be blamed on the next example)."""
     opaque = rig.next_opaque()
     with Peer(address) as peer:
-        if peer.send(req.frame(opaque)) and not req.oneway:
+        if not peer.send(req.frame(opaque)):
+            return
+        if not req.oneway:
             peer.response(opaque, ANSWER_WAIT)
+            return
+        barrier = rig.next_opaque()
+        if peer.send(json_frame(RequestCode.GET_BROKER_RUNTIME_INFO, {}, opaque=barrier)):
+            peer.response(barrier, ANSWER_WAIT)
+    time.sleep(ONEWAY_SETTLE)
 
 
 def attack(rig: Rig, address: str, code: int) -> None:
