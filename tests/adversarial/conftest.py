@@ -50,8 +50,23 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.adversarial)
 
 
+#: module -> (examples checked, examples that broke an invariant, daemon restarts), for the terminal summary
+_TALLY: dict[str, tuple[int, int, int]] = {}
+
+
+def pytest_terminal_summary(terminalreporter) -> None:  # type: ignore[no-untyped-def]
+    if not _TALLY:
+        return
+    terminalreporter.section(f"adversarial ({PROFILE})")
+    for module, (examples, failed, restarts) in sorted(_TALLY.items()):
+        terminalreporter.line(f"{module}: {examples} examples checked, {failed} broke an invariant, "
+                              f"{restarts} daemon restart(s)")
+    total = sum(t[0] for t in _TALLY.values())
+    terminalreporter.line(f"total: {total} examples checked")
+
+
 @pytest.fixture(scope="module")
-def rig(tmp_path_factory: pytest.TempPathFactory):
+def rig(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
     from mq.store.tools import verify_store
 
     r = Rig(tmp_path_factory.mktemp("adv"))
@@ -59,6 +74,8 @@ def rig(tmp_path_factory: pytest.TempPathFactory):
     try:
         yield r
     finally:
+        _TALLY[request.module.__name__.rsplit(".", 1)[-1]] = (
+            r.examples, r.failures, r.broker.restarts + r.namesrv.restarts)
         codes = r.stop()
     assert codes == {"broker": 0, "namesrv": 0}, (codes, r.broker.tail(), r.namesrv.tail())
     rep = verify_store(r.store)
