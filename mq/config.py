@@ -468,6 +468,10 @@ class ClientConfig:
     call_timeout: float = 3.0
     #: BROADCASTING offsets: <dir>/<clientId>/<group>/offsets.json (rocketmq.client.localOffsetStoreDir).
     local_offset_store_dir: str = str(Path.home() / ".rocketmq_offsets")
+    #: Largest body, in bytes, a consumer inflates from a compressed message; a body that would inflate past
+    #: it is skipped with a WARNING, as a zlib bomb (4 MiB of zlib can inflate to 4 GiB). Producers check
+    #: maxMessageSize (4 MiB by default) before they compress, so real bodies stay far below.
+    max_inflated_body_size: int = 64 * 1024 * 1024
     #: ACL: with an access key every request is signed (RocketMQ's AclClientRPCHook)
     access_key: str = ""
     #: ACL: the secret key that signs requests with ``access_key``.

@@ -20,13 +20,27 @@ def bool_option(*decls: str, default: bool = False, **kw: Any):
                         show_default=True, **kw)
 
 
+def undecodable_reporter() -> Callable[[Any], None]:
+    """The ``on_undecodable`` of the CLI's consumers and admin sessions: each stored record a command steps over
+    because it cannot be decoded is one ``warning:`` line on stderr naming it (topic, queue, queue offset,
+    commit-log offset) and saying why."""
+    from mq.cli.console import Console
+
+    console = Console()
+
+    def report(skipped: Any) -> None:
+        console.warn(f"skipped {skipped.describe()}")
+    return report
+
+
 def with_admin(ctx_obj: Any, fn: Callable[[Any], Awaitable[T]], *, timeout: float = 5.0) -> T:
     """Run ``fn(admin)`` with an MQAdmin bound to the global name server addresses."""
     from mq.client.admin import MQAdmin
     from mq.remoting import run
 
     async def main() -> T:
-        async with MQAdmin(ctx_obj.namesrv_addrs, timeout=timeout, credentials=ctx_obj.credentials) as admin:
+        async with MQAdmin(ctx_obj.namesrv_addrs, timeout=timeout, credentials=ctx_obj.credentials,
+                           on_undecodable=undecodable_reporter()) as admin:
             return await fn(admin)
 
     return run(main())

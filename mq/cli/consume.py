@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from mq.cli.common import json_option
+from mq.cli.common import json_option, undecodable_reporter
 from mq.cli.pull import message_row, row_cells, subscription_options
 from mq.cli.send import client_config
 
@@ -88,7 +88,8 @@ def consume(obj, topic, group, expression, sql, count, broadcast, from_, timeout
 
         cfg = ConsumerConfig(group=group, message_model="BROADCASTING" if broadcast else "CLUSTERING",
                              consume_from_where=from_.upper(), consume_thread_max=1)
-        consumer = PushConsumer(cfg, listener, client_config(obj), orderly=orderly)
+        consumer = PushConsumer(cfg, listener, client_config(obj), orderly=orderly,
+                                on_undecodable=undecodable_reporter())
         consumer.subscribe(topic, expression, expression_type)
         if trace:
             from mq.trace.enable import enable_trace

@@ -20,7 +20,7 @@ from typing import Any
 
 import click
 
-from mq.cli.common import json_option
+from mq.cli.common import json_option, undecodable_reporter
 
 # The reading and resending live in the client (mq.client.dead_letters), shared with the web console.
 from mq.client.dead_letters import dead_letter_dict, read_dead_letters
@@ -80,7 +80,8 @@ def dlq_resend(obj, group: str, msg_ids: tuple[str, ...], resend_all: bool, to_t
         from mq.client.producer import Producer
         from mq.config import ClientConfig, ProducerConfig
 
-        async with MQAdmin(obj.namesrv_addrs, timeout=10.0, credentials=obj.credentials) as admin:
+        async with MQAdmin(obj.namesrv_addrs, timeout=10.0, credentials=obj.credentials,
+                           on_undecodable=undecodable_reporter()) as admin:
             msgs = await read_dead_letters(admin, group)
         chosen = dead_letters.choose(msgs, group, None if resend_all else msg_ids)
         producer = Producer(ProducerConfig(group=dead_letters.RESEND_GROUP),

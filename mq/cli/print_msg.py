@@ -29,7 +29,7 @@ from typing import Any
 
 import click
 
-from mq.cli.common import bool_option, json_option
+from mq.cli.common import bool_option, json_option, undecodable_reporter
 from mq.cli.pull import COLUMNS, message_row, row_cells
 from mq.cli.query import message_dict
 from mq.cli.send import client_config
@@ -85,7 +85,7 @@ def run_pulls(obj, group: str, fn):
     from mq.remoting import run
 
     async def main():
-        async with PullConsumer(group, client_config(obj)) as pc:
+        async with PullConsumer(group, client_config(obj), on_undecodable=undecodable_reporter()) as pc:
             return await fn(pc)
 
     return run(main())

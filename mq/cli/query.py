@@ -124,7 +124,7 @@ def query_by_ids(obj, msg_id: str, topic: str | None, group: str | None, client_
     import sys
 
     from mq.cli.console import Console
-    from mq.errors import BrokerError, RemotingError
+    from mq.errors import BrokerError, RemoteProtocolError, RemotingError
 
     try:
         ids = split_msg_ids(msg_id)
@@ -168,7 +168,7 @@ def query_by_ids(obj, msg_id: str, topic: str | None, group: str | None, client_
                     elif producer is not None:
                         msgs = [await _resend(producer, m) for m in msgs]
                     found[one_id] = (found_as, msgs)
-                except (RemotingError, BrokerError) as exc:
+                except (RemotingError, BrokerError, RemoteProtocolError) as exc:
                     missing[one_id] = str(exc)
         finally:
             if producer is not None:
@@ -266,7 +266,7 @@ def _print_pushed(console, found: dict[str, tuple[str, list]], json_mode: bool) 
 def query_msg_by_offset(obj, topic: str, broker: str, queue_id: int, offset: int, json_mode: bool) -> None:
     """Show the message at one queue offset (a single pull, no waiting)."""
     from mq.cli.console import Console
-    from mq.errors import BrokerError
+    from mq.errors import BrokerError, RemoteProtocolError
     from mq.protocol.codes import ResponseCode
 
     async def run(admin):
@@ -280,6 +280,9 @@ def query_msg_by_offset(obj, topic: str, broker: str, queue_id: int, offset: int
             name, addr = broker, addrs[broker]
         code, msgs, nxt, lo, hi = await admin.pull_message_at(addr, topic, queue_id, offset)
         msgs = [m for m in msgs if m.queue_offset == offset]
+        if not msgs and code == ResponseCode.SUCCESS:  # the warning above names the record and says why
+            raise RemoteProtocolError(f"offset {offset} of {topic} queue {queue_id} on {addr} holds a record that "
+                                      "cannot be decoded")
         if not msgs:
             why = {ResponseCode.PULL_OFFSET_MOVED: "is outside the queue",
                    ResponseCode.PULL_NOT_FOUND: "has no message yet"}.get(code, "has no message")

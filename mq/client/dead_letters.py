@@ -18,7 +18,6 @@ from typing import Any, Iterable
 from mq.client.message_view import body_preview
 from mq.common import properties as P
 from mq.common.message import Message
-from mq.common.record import decode_records
 from mq.common.topic import dlq_topic, is_retry_topic, retry_topic
 from mq.errors import ConfigError, TopicNotExistError
 from mq.protocol import headers as h
@@ -54,7 +53,8 @@ def resend_properties(props: dict[str, str], target: str) -> dict[str, str]:
 
 async def read_dead_letters(admin: Any, group: str, *, limit: int | None = None) -> list[Any]:
     """The messages of ``%DLQ%<group>`` on every broker (decoded, bodies decompressed), oldest first per queue;
-    at most ``limit`` when given."""
+    at most ``limit`` when given. A record that cannot be decoded is stepped over and reported to the admin's
+    ``on_undecodable``."""
     topic = dlq_topic(group)
     try:
         route = await admin.topic_route(topic)
@@ -71,25 +71,18 @@ async def read_dead_letters(admin: Any, group: str, *, limit: int | None = None)
                                                           h.GetMinOffsetRequestHeader(topic=topic, queue_id=qid)))
             offset = h.GetMinOffsetResponseHeader.from_ext(resp.ext_fields).offset
             while limit is None or len(out) < limit:
-                hd = h.PullMessageRequestHeader(
-                    consumer_group="TOOLS_CONSUMER", topic=topic, queue_id=qid, queue_offset=offset,
-                    max_msg_nums=PULL_BATCH, sys_flag=0x4, commit_offset=0, suspend_timeout_millis=0, sub_version=0,
-                    subscription="*", expression_type="TAG")
-                resp = await admin.call_broker(addr, _request(RequestCode.PULL_MESSAGE, hd), ok=(
-                    ResponseCode.SUCCESS, ResponseCode.PULL_NOT_FOUND, ResponseCode.PULL_RETRY_IMMEDIATELY,
-                    ResponseCode.PULL_OFFSET_MOVED))
-                rh = h.PullMessageResponseHeader.from_ext(resp.ext_fields)
-                if resp.code != ResponseCode.SUCCESS or not resp.body:
-                    if resp.code == ResponseCode.PULL_OFFSET_MOVED and rh.next_begin_offset > offset:
-                        offset = rh.next_begin_offset
+                code, msgs, nxt, _lo, _hi = await admin.pull_messages(addr, topic, qid, offset, PULL_BATCH)
+                if code != ResponseCode.SUCCESS:
+                    if code == ResponseCode.PULL_OFFSET_MOVED and nxt > offset:
+                        offset = nxt
                         continue
                     break
-                for m in decode_records(resp.body, decompress=True):
+                for m in msgs:
                     m.broker_name = bd.broker_name
                     out.append(m)
-                if rh.next_begin_offset <= offset:
+                if nxt <= offset:
                     break
-                offset = rh.next_begin_offset
+                offset = nxt
     return out if limit is None else out[:limit]
 
 

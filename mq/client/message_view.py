@@ -12,7 +12,7 @@ from typing import Any
 
 from mq.common import properties as P
 from mq.common.msg_id import decode_offset_msg_id
-from mq.errors import BrokerError, MQError, QueryNotFoundError, RemotingError
+from mq.errors import BrokerError, MQError, QueryNotFoundError, RemoteProtocolError, RemotingError
 
 BODY_PREVIEW_CHARS = 512
 
@@ -53,7 +53,7 @@ async def find_by_id(admin: Any, msg_id: str, topic: str | None, *, max_num: int
             m = await admin.view_message_by_offset_msg_id(msg_id)
             if topic is None or m.topic == topic:
                 return IdKind.OFFSET_MSG_ID, [m]
-        except (RemotingError, BrokerError) as exc:
+        except (RemotingError, BrokerError, RemoteProtocolError) as exc:
             failure = exc
         if not topic:
             assert failure is not None
