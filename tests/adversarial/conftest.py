@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from hypothesis import HealthCheck, Phase, settings
+from hypothesis import HealthCheck, settings
 
 from tests.adversarial.rig import Rig
 
@@ -34,14 +34,9 @@ settings.register_profile("adversarial-long", deadline=None, print_blob=True,
                           suppress_health_check=list(HealthCheck))
 
 
-def adv_settings(n: int, *, known_failure: bool = False) -> settings:
-    """Settings for a test of ``n`` examples under the active profile. A test of a known, unfixed defect
-    (``known_failure``) does not shrink under the CI profile: each shrink step restarts a daemon, and CI needs
-    only to see that it still fails (the printed example reproduces it); the long profile shrinks it."""
-    s = settings(settings.get_profile(PROFILE), max_examples=max(1, n * _SCALE[PROFILE]))
-    if known_failure and PROFILE == "adversarial-ci":
-        s = settings(s, phases=[p for p in Phase if p is not Phase.shrink])
-    return s
+def adv_settings(n: int) -> settings:
+    """Settings for a test of ``n`` examples under the active profile."""
+    return settings(settings.get_profile(PROFILE), max_examples=max(1, n * _SCALE[PROFILE]))
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

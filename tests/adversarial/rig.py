@@ -59,9 +59,10 @@ HEALTH_TIMEOUT = 10.0
 VERIFY_TRIES = 8
 #: Messages sent to AdvTopic queue 0 when a store is new.
 SEED = 3
-#: What a store root holds (mq.store, the timer, the ACL file): anything else at its top is misplaced.
+#: What a store root holds (mq.store, the timer, pop's revive log, the ACL file): anything else at its top is
+#: misplaced.
 STORE_LAYOUT = frozenset({"commitlog", "consumequeue", "index", "config", "checkpoint", "abort", "lock", "timer",
-                          "conf", "acl"})
+                          "pop", "conf", "acl"})
 #: A topic name as the broker accepts it (mq.common.topic): a consume-queue directory named otherwise was made
 #: from a name with path pieces.
 TOPIC_NAME = re.compile(r"[%|a-zA-Z0-9_-]{1,127}")

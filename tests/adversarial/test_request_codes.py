@@ -6,8 +6,7 @@ connection, waits briefly for its answer (none may come: long polling, oneway, a
 are all fine) and then checks the rig's invariants: both daemons alive and answering, the store verifies, no
 file outside the store (``rig.Rig.check``).
 
-Examples that would only show a defect already known and being fixed elsewhere are left out by ``known``
-(each entry names its issue 28 defect); the targeted tests of those defects are in test_known_defects.py.
+Targeted tests of the defects these attacks first found are in test_defect_regressions.py.
 """
 
 from __future__ import annotations
@@ -21,7 +20,6 @@ from mq.protocol.codes import RequestCode
 from tests.adversarial import registry
 from tests.adversarial.conftest import adv_settings
 from tests.adversarial.hostile import TIMING_SETTLE, HostileRequest, hostile_request
-from tests.adversarial.known import known_defect
 from tests.adversarial.rig import Rig
 from tests.adversarial.wire import Peer, json_frame
 
@@ -52,7 +50,7 @@ def send(rig: Rig, address: str, req: HostileRequest) -> None:
 
 def attack(rig: Rig, address: str, code: int) -> None:
     @adv_settings(EXAMPLES_PER_CODE)
-    @given(req=hostile_request(code, rig.broker.address, str(rig.abs_target), exclude=known_defect))
+    @given(req=hostile_request(code, rig.broker.address, str(rig.abs_target)))
     def one(req: HostileRequest) -> None:
         send(rig, address, req)
         rig.check(settle=TIMING_SETTLE if req.timed else 0.0)

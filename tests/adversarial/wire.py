@@ -51,6 +51,9 @@ def raw_json_frame(header: bytes, body: bytes = b"") -> bytes:
 
 def binary_header(code: int, ext: dict[bytes, bytes], *, opaque: int, flag: int = 0, version: int = 399,
                   language: int = 0, remark: bytes = b"") -> bytes:
+    """RocketMQ's binary header. Its code is a short: Java casts a larger code (RocketMQ 5's pop codes) to one,
+    and so does this."""
+    code = (code + 0x8000) % 0x10000 - 0x8000
     parts = [struct.pack(">hbhii", code, language, version, opaque, flag), struct.pack(">i", len(remark)), remark]
     fields = b"".join(struct.pack(">h", len(k)) + k + struct.pack(">i", len(v)) + v for k, v in ext.items())
     parts += [struct.pack(">i", len(fields)), fields]

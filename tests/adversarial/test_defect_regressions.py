@@ -1,14 +1,12 @@
-"""The issue 28 defects this suite finds that are being fixed elsewhere, each as a targeted test marked xfail
-(``strict=False``: a fix turns it into XPASS; then remove the mark and the matching rule in known.py).
-
-Run with ``--runxfail`` to see each failure and the minimal example hypothesis prints.
+"""Targeted tests of the issue 28 defects the generic attacks first found: clients writing system topics, retry
+and DLQ topics made from names that are not topic names, client-chosen IPv6 sysFlag bits, and header numbers
+Java would not parse. Each must keep holding; the generic tests attack the same requests at random.
 """
 
 from __future__ import annotations
 
 import time
 
-import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -38,10 +36,8 @@ def send(rig: Rig, topic: str, props: dict[str, str], *, sys_flag: int = 0, body
         return peer.call(json_frame(R.SEND_MESSAGE_V2, hdr.to_ext(), body, opaque=opaque), opaque, 5.0)
 
 
-@pytest.mark.xfail(strict=False, reason="issue 28 defect 1: clients write system topics; the timer and schedule "
-                                        "deliver to a REAL_TOPIC nobody checked, which becomes a path")
 def test_clients_cannot_write_system_topics(rig: Rig) -> None:
-    @adv_settings(12, known_failure=True)
+    @adv_settings(12)
     @given(topic=st.sampled_from([TIMER_TOPIC, SCHEDULE_TOPIC, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC]),
            real=marked_name(str(rig.abs_target)))
     def one(topic: str, real: str) -> None:
@@ -55,10 +51,8 @@ def test_clients_cannot_write_system_topics(rig: Rig) -> None:
     one()
 
 
-@pytest.mark.xfail(strict=False, reason="issue 28 defect 1: CONSUMER_SEND_MSG_BACK makes retry and DLQ topics "
-                                        "from a group name nobody checked, which becomes a path")
 def test_retry_and_dlq_topics_are_not_paths(rig: Rig) -> None:
-    @adv_settings(12, known_failure=True)
+    @adv_settings(12)
     @given(group=marked_name(str(rig.abs_target)).map(lambda n: f"%RETRY%{n}"),
            max_times=st.sampled_from(["0", "16"]))
     def one(group: str, max_times: str) -> None:
@@ -72,10 +66,8 @@ def test_retry_and_dlq_topics_are_not_paths(rig: Rig) -> None:
     one()
 
 
-@pytest.mark.xfail(strict=False, reason="issue 28 defect 2: a client-chosen IPv6 sysFlag bit is acked but "
-                                        "writes a record that does not read back and fails store verify")
 def test_client_ipv6_sysflag_bits_do_not_break_records(rig: Rig) -> None:
-    @adv_settings(8, known_failure=True)
+    @adv_settings(8)
     @given(bits=st.sampled_from([SF.BORNHOST_V6, SF.STOREHOST_V6, SF.BORNHOST_V6 | SF.STOREHOST_V6]),
            body=st.binary(min_size=1, max_size=64))
     def one(bits: int, body: bytes) -> None:
@@ -116,13 +108,11 @@ NUMBER_FIELDS = {
 NOT_JAVA_NUMBERS = [v for v in NON_NUMBERS if v.strip()] + ["1_0", " 1 "]
 
 
-@pytest.mark.xfail(strict=False, reason="issue 28 defect 9: header numbers are parsed loosely ('1_0', ' 1 ', "
-                                        "2^31 in an int field are accepted)")
 def test_header_numbers_are_parsed_strictly(rig: Rig) -> None:
     """A number field RocketMQ would not parse is refused, not read as some number."""
     cases = [(code, f) for code, fields in sorted(NUMBER_FIELDS.items()) for f in fields]
 
-    @adv_settings(60, known_failure=True)
+    @adv_settings(60)
     @given(case=st.sampled_from(cases), value=st.one_of(st.sampled_from(NOT_JAVA_NUMBERS),
                                                         st.sampled_from(["2147483648", "-2147483649",
                                                                          "9223372036854775808"])))
