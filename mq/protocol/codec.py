@@ -37,6 +37,7 @@ from mq.config import FrameLimits
 from mq.errors import LocalProtocolError, RemoteProtocolError
 from mq.protocol.codes import LanguageCode, SerializeType
 from mq.protocol.command import RemotingCommand
+from mq.common.javanum import parse_java_int
 
 LENGTH = struct.Struct(">i")
 PREFIX = struct.Struct(">iI")  # length, header word
@@ -119,11 +120,13 @@ def _as_int(obj: dict, key: str, default: int | None = None) -> int:
     if v is None:
         raise RemoteProtocolError(f"JSON header has no {key!r}")
     try:
-        if isinstance(v, bool) or (isinstance(v, float) and not v.is_integer()):
-            raise ValueError
-        return int(v)
-    except (TypeError, ValueError, OverflowError):
-        raise RemoteProtocolError(f"JSON header field {key!r} is not an integer: {v!r}") from None
+        if type(v) is str:  # fastjson reads a quoted number with Integer.parseInt
+            return parse_java_int(v)
+        if type(v) is float and v.is_integer():
+            return int(v)
+        raise ValueError
+    except (ValueError, OverflowError):
+        raise RemoteProtocolError(f"JSON header field {key!r} is not an integer: {str(v)[:40]!r}") from None
 
 
 def decode_json_header(data: bytes | memoryview) -> RemotingCommand:
@@ -348,6 +351,7 @@ class FrameDecoder:
                     cmd = decode_rocketmq_header(mv[hstart:hstart + hlen])
                 if end > hstart + hlen:
                     cmd.body = bytes(mv[hstart + hlen:end])
+                cmd.wire_size = length + 4
                 out.append(cmd)
                 pos = end
         except RemoteProtocolError:

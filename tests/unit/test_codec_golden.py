@@ -66,7 +66,7 @@ def test_response_with_remark_keeps_fastjson_key_order():
     cmd = RemotingCommand(17, opaque=9, flag=1, remark="not set any response code")
     header = codec.encode_header(cmd)
     assert header == (b'{"code":17,"extFields":{},"flag":1,"language":"JAVA","opaque":9,'
-                      b'"remark":"not set any response code","serializeTypeCurrentRPC":"JSON","version":401}')
+                      b'"remark":"not set any response code","serializeTypeCurrentRPC":"JSON","version":407}')
 
 
 def test_cpp_request_numbers_trailing_newline_and_signature_fields():

@@ -17,16 +17,7 @@ A refusal is answered SYSTEM_ERROR with RocketMQ's remark, ``org.apache.rocketmq
 ``...: Check signature failed for accessKey=RocketMQ,
 org.apache.rocketmq.acl.plain.PlainPermissionManager.validate(PlainPermissionManager.java:683)``.
 
-Resources a request needs (``%RETRY%<group>`` stands for the group):
-
-    SEND_MESSAGE (10) / V2 (310)  topic: PUB; a %RETRY% topic: its group: SUB
-    CONSUMER_SEND_MSG_BACK (36)   group: SUB
-    PULL_MESSAGE (11)             topic: SUB, consumerGroup: SUB
-    QUERY_MESSAGE (12)            topic: SUB
-    HEART_BEAT (34)               each consumer group: SUB, each subscribed topic: SUB
-    UNREGISTER_CLIENT (35), GET_CONSUMER_LIST_BY_GROUP (38)   consumerGroup: SUB
-    UPDATE_CONSUMER_OFFSET (15)   consumerGroup: SUB, topic: SUB
-    anything else                 a valid signature only
+Resources a request needs: ``acl_resources.required_resources``.
 
 Permissions are DENY, PUB, SUB and PUB|SUB; an unknown or missing one is DENY. The files are
 ``plain_acl.yml`` plus every ``*.yml``/``*.yaml`` in the ``acl/`` directory beside it; they are re-read when
@@ -38,6 +29,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from typing import Any
@@ -45,12 +37,12 @@ from typing import Any
 import yaml
 
 from mq.common.topic import TRACE_TOPIC
-from mq.daemon.broker.acl_rules import (RETRY_PREFIX, Perm, as_text, acl_files, address_matcher, check_permission,
-                                        config_from_documents, default_acl_file, load_acl, parse_acl_document,
-                                        parse_perm, read_acl_documents)
+from mq.daemon.broker.acl_resources import (RETRY_PREFIX, Perm, check_permission, describe, parse_perm,
+                                            required_resources)
+from mq.daemon.broker.acl_rules import (as_text, acl_files, address_matcher, config_from_documents, default_acl_file,
+                                        load_acl, parse_acl_document, read_acl_documents)
 from mq.errors import ConfigError
 from mq.protocol.acl import ACCESS_KEY, signature_matches
-from mq.protocol.bodies import HeartbeatData
 from mq.protocol.codes import RequestCode as R
 from mq.protocol.command import RemotingCommand
 from mq.store.config_files import write_atomically
@@ -73,45 +65,6 @@ _PARSE = "org.apache.rocketmq.acl.plain.PlainAccessValidator.parse(PlainAccessVa
 RELOAD_CHECK_S = 1.0
 
 
-# -- resources a request needs --------------------------------------------------------------------------------
-def required_resources(cmd: RemotingCommand) -> dict[str, Perm]:
-    """Resource -> permission the request needs (PlainAccessValidator.parse); ValueError if its body is bad."""
-    f = cmd.ext_fields
-    code = cmd.code
-    need: dict[str, Perm] = {}
-    if code == R.SEND_MESSAGE or code == R.SEND_MESSAGE_V2:
-        topic, group = (f.get("topic"), f.get("group")) if code == R.SEND_MESSAGE else (f.get("b"), f.get("a"))
-        if topic and topic.startswith(RETRY_PREFIX):
-            need[RETRY_PREFIX + str(group)] = Perm.SUB
-        else:
-            need[str(topic)] = Perm.PUB
-    elif code == R.CONSUMER_SEND_MSG_BACK:
-        need[RETRY_PREFIX + str(f.get("group"))] = Perm.SUB
-    elif code == R.PULL_MESSAGE:
-        need[str(f.get("topic"))] = Perm.SUB
-        need[RETRY_PREFIX + str(f.get("consumerGroup"))] = Perm.SUB
-    elif code == R.QUERY_MESSAGE:
-        need[str(f.get("topic"))] = Perm.SUB
-    elif code == R.HEART_BEAT:
-        heartbeat = HeartbeatData.from_json(cmd.body or b"{}")
-        for consumer in heartbeat.consumer_data_set:
-            need[RETRY_PREFIX + consumer.group_name] = Perm.SUB
-            for sub in consumer.subscription_data_set:
-                need[sub.topic] = Perm.SUB
-    elif code in (R.UNREGISTER_CLIENT, R.GET_CONSUMER_LIST_BY_GROUP):
-        need[RETRY_PREFIX + str(f.get("consumerGroup"))] = Perm.SUB
-    elif code == R.UPDATE_CONSUMER_OFFSET:
-        need[RETRY_PREFIX + str(f.get("consumerGroup"))] = Perm.SUB
-        need[str(f.get("topic"))] = Perm.SUB
-    return need
-
-
-def _describe(resource: str) -> str:
-    if resource.startswith(RETRY_PREFIX):
-        return f"group:{resource[len(RETRY_PREFIX):]}"
-    return f"topic:{resource}"
-
-
 def client_ip(remote_addr: str) -> str:
     """``ip:port`` (or ``[v6]:port``) -> ip."""
     host = remote_addr.rpartition(":")[0] if ":" in remote_addr else remote_addr
@@ -119,6 +72,20 @@ def client_ip(remote_addr: str) -> str:
 
 
 # -- the validator --------------------------------------------------------------------------------------------
+#: Start of each refusal reason ``check`` returns -> its kind (a bounded label for metrics).
+_REFUSAL_KINDS = (("No accessKey", "no_access_key"), ("No acl config", "unknown_access_key"),
+                  ("cannot read the request", "unreadable_request"), ("Check signature", "bad_signature"),
+                  ("Need admin permission", "admin_required"), ("No default permission", "no_permission"))
+
+
+def refusal_kind(reason: str) -> str:
+    """The kind of a refusal reason returned by ``PlainAccessValidator.check``."""
+    for prefix, kind in _REFUSAL_KINDS:
+        if reason.startswith(prefix):
+            return kind
+    return "other"
+
+
 class Refusal(str):
     """Why a request is refused (RocketMQ's AclException message), with the Java frame RocketMQ's remark names."""
 
@@ -139,6 +106,8 @@ class PlainAccessValidator:
         self._stamp = self._file_stamp()
         self._next_check = time.monotonic() + RELOAD_CHECK_S
         self._failed_stamp: tuple | None = None
+        #: refusals so far by kind (``refusal_kind``), read by the metrics endpoint
+        self.refusals: dict[str, int] = {}
         log.info("ACL on: %d account(s), %d global white address pattern(s) from %s",
                  len(self.config.accounts), len(self.config.global_white), main_file)
 
@@ -171,15 +140,41 @@ class PlainAccessValidator:
                  len(config.global_white))
         return True
 
-    def check(self, remote_addr: str, cmd: RemotingCommand) -> Refusal | None:
+    def check(self, remote_addr: str, cmd: RemotingCommand, need: dict[str, Perm] | None = None) -> Refusal | None:
+        """Why ``cmd`` is refused, or None. ``need`` (the resources it needs) when the caller decoded them
+        already: a large heartbeat is checked for its account and signature first, and for its resources once
+        decoded off the event loop."""
+        fields = cmd.ext_fields
+
+        def verify(secret_key: str) -> bool:
+            return signature_matches(fields, cmd.body, secret_key)
+
+        return self.check_access(remote_addr, fields.get(ACCESS_KEY), verify,
+                                 need if need is not None else (lambda: required_resources(cmd)),
+                                 admin_code=cmd.code in ADMIN_CODES, code=cmd.code)
+
+    def check_access(self, remote_addr: str, access_key: str | None, verify: Callable[[str], bool],
+                     need: dict[str, Perm] | Callable[[], dict[str, Perm]], *, admin_code: bool = False,
+                     code: int | None = None) -> Refusal | None:
+        """The checks of ``check`` for any request: ``verify(secret_key)`` says whether the request's
+        signature is right, ``need`` is what it touches (or a function computing it). The gRPC endpoint
+        calls this with its own signature scheme (MQv2-HMAC-SHA1). Refusals are counted by kind
+        (``refusals``, for metrics)."""
+        reason = self._check_access(remote_addr, access_key, verify, need, admin_code, code)
+        if reason is not None:
+            kind = refusal_kind(reason)
+            self.refusals[kind] = self.refusals.get(kind, 0) + 1
+        return reason
+
+    def _check_access(self, remote_addr: str, access_key: str | None, verify: Callable[[str], bool],
+                      need: dict[str, Perm] | Callable[[], dict[str, Perm]], admin_code: bool,
+                      code: int | None) -> Refusal | None:
         self.reload_if_changed()
         config = self.config
         ip = client_ip(remote_addr)
         for white in config.global_white:
             if white(ip):
                 return None
-        fields = cmd.ext_fields
-        access_key = fields.get(ACCESS_KEY)
         if access_key is None:
             return Refusal("No accessKey is configured", _VALIDATE.format(663))
         account = config.accounts.get(access_key)
@@ -187,16 +182,17 @@ class PlainAccessValidator:
             return Refusal(f"No acl config for {access_key}", _VALIDATE.format(667))
         if account.white(ip):
             return None
-        try:
-            need = required_resources(cmd)
-        except Exception as exc:  # a body the validator cannot read is refused, as Java's parse fails
-            return Refusal(f"cannot read the request to check its permissions: {exc}", _PARSE)
-        if not signature_matches(fields, cmd.body, account.secret_key):
+        if callable(need):
+            try:
+                need = need()
+            except Exception as exc:  # a body the validator cannot read is refused, as Java's parse fails
+                return Refusal(f"cannot read the request to check its permissions: {exc}", _PARSE)
+        if not verify(account.secret_key):
             return Refusal(f"Check signature failed for accessKey={access_key}", _VALIDATE.format(683))
         if need.get(TRACE_TOPIC) == Perm.PUB:
             return None
-        if cmd.code in ADMIN_CODES and not account.admin:
-            return Refusal(f"Need admin permission for request code={cmd.code}, but accessKey={access_key} is not",
+        if admin_code and not account.admin:
+            return Refusal(f"Need admin permission for request code={code}, but accessKey={access_key} is not",
                            _CHECK_PERM.format(580))
         if not need or (account.perms is None and account.admin):
             return None
@@ -208,7 +204,7 @@ class PlainAccessValidator:
                 have = account.default_group_perm if resource.startswith(RETRY_PREFIX) else account.default_topic_perm
                 line = 605
             if not check_permission(perm, have):
-                return Refusal(f"No default permission for {_describe(resource)}", _CHECK_PERM.format(line))
+                return Refusal(f"No default permission for {describe(resource)}", _CHECK_PERM.format(line))
         return None
 
     def refusal_remark(self, reason: str) -> str:

@@ -9,7 +9,6 @@ the entry.
 
 from __future__ import annotations
 
-import enum
 import ipaddress
 import os
 from collections.abc import Callable
@@ -19,32 +18,10 @@ from typing import Any
 
 import yaml
 
+from mq.daemon.broker.acl_resources import RETRY_PREFIX, Perm, parse_perm
 from mq.errors import ConfigError
 
 MIN_KEY_LENGTH = 7  # "longer than 6"
-RETRY_PREFIX = "%RETRY%"
-
-
-class Perm(enum.IntFlag):
-    DENY = 1
-    ANY = 2
-    PUB = 4
-    SUB = 8
-
-
-def parse_perm(text: object) -> Perm:
-    """``PUB``, ``SUB``, ``PUB|SUB`` / ``SUB|PUB`` or ``DENY``; anything else is DENY, as in RocketMQ."""
-    value = str(text).strip() if text is not None else ""
-    return {"PUB": Perm.PUB, "SUB": Perm.SUB, "PUB|SUB": Perm.PUB | Perm.SUB,
-            "SUB|PUB": Perm.PUB | Perm.SUB}.get(value, Perm.DENY)
-
-
-def check_permission(needed: Perm, owned: Perm) -> bool:
-    if owned & Perm.DENY:
-        return False
-    if needed & Perm.ANY:
-        return bool(owned & (Perm.PUB | Perm.SUB))
-    return bool(needed & owned)
 
 
 # -- remote address patterns ---------------------------------------------------------------------------------

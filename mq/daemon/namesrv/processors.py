@@ -5,12 +5,15 @@ interleave. Routes are cached encoded, per topic and JSON form, until the route 
 
 Nothing slow runs on the loop, where it would hold up every other request (mqadmin, clients' route lookups):
 
-- REGISTER_BROKER's body is checked and decoded in a worker thread. A broker re-registers its whole topic table
-  every 30 s; decoding 50,000 topics into objects took 1.4-2.1 s, so unless the table's data version changed
-  (RocketMQ then ignores the topics too) only the data version is read.
+- A REGISTER_BROKER whose body is over the server's offload threshold (a broker with tens of thousands of topics,
+  or a hostile client) has its body checked and decoded in the server's worker thread (``offloaded``); the table
+  is then updated in one step on the loop. A broker re-registers its whole topic table every 30 s; decoding
+  50,000 topics into objects took 1.4-2.1 s, so unless the table's data version changed (RocketMQ then ignores
+  the topics too) only the data version is read.
 - PUT_KV_CONFIG and DELETE_KV_CONFIG change the table at once and write ``kvConfig.json`` (with its fsync, which a
   disk busy with a broker's writes can hold for seconds) in a worker thread, one write at a time, each of the
   latest table; the answer follows the write.
+- Every other request is a lookup answered from memory; the KV answers are bounded by the KV table's limits.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import logging
 import os
 import time
 import zlib
-from typing import Callable
+from typing import Any, Callable
 
 from mq.common.fastjson import loads as fastjson_loads
 from mq.config import NamesrvConfig
@@ -33,6 +36,8 @@ from mq.protocol.bodies import (DataVersion, KVTable, RegisterBrokerBody, TopicC
 from mq.protocol.codes import RequestCode, ResponseCode
 from mq.protocol.command import RemotingCommand
 from mq.protocol.remarks import suggest_todo
+from mq.remoting import DEFER
+from mq.remoting.gc_pause import gc_pause
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +52,9 @@ class NamesrvProcessors:
     """Binds the route table and KV config to request codes."""
 
     def __init__(self, config: NamesrvConfig, table: RouteTable, kv: KVConfig,
-                 clock: Callable[[], int] = _now_ms) -> None:
+                 clock: Callable[[], int] = _now_ms, server: Any = None) -> None:
+        #: the RemotingServer (``is_heavy``, ``offload``); None runs every handler inline
+        self.server = server
         self.config = config
         self.table = table
         self.kv = kv
@@ -84,6 +91,10 @@ class NamesrvProcessors:
             R.UPDATE_NAMESRV_CONFIG: self.update_config,
         }
 
+    def offloaded(self) -> dict[int, tuple[Callable, Handler]]:
+        """Codes whose large bodies are decoded off the loop: code -> (async handler, inline handler)."""
+        return {RequestCode.REGISTER_BROKER: (self.register_broker_heavy, self.register_broker)}
+
     # ---------------------------------------------------------------------------------------------
     # routes
     # ---------------------------------------------------------------------------------------------
@@ -110,34 +121,50 @@ class NamesrvProcessors:
             self._route_cache[key] = body
         return cmd.response(ResponseCode.SUCCESS, body=body)
 
-    async def register_broker(self, conn: object, cmd: RemotingCommand) -> RemotingCommand:
-        hdr = h.RegisterBrokerRequestHeader.from_ext(cmd.ext_fields)
-        body = bytes(cmd.body or b"")
-        known = self._known_version(hdr.broker_name, hdr.broker_id, hdr.broker_addr)
-        decoded = await asyncio.to_thread(_decode_registration, body, hdr, cmd.version, known)
-        if decoded is None:
-            log.warning("register broker %s from %s: body crc32 does not match", hdr.broker_name, hdr.broker_addr)
-            return cmd.response(ResponseCode.SYSTEM_ERROR, "crc32 not match")
-        wrapper, filters, skipped = decoded
-        if skipped and self._known_version(hdr.broker_name, hdr.broker_id, hdr.broker_addr) != known:
-            # the table changed while the body was read: read the topics after all
-            wrapper, filters, _ = await asyncio.to_thread(_decode_registration, body, hdr, cmd.version, None)
+    def register_broker(self, conn: object, cmd: RemotingCommand) -> Any:
+        if self.server is not None and self.server.is_heavy(cmd):
+            return DEFER
+        return self._registered(conn, cmd, _decode_registration(cmd, self._known_version(cmd)))
+
+    async def register_broker_heavy(self, conn: object, cmd: RemotingCommand) -> RemotingCommand:
+        with gc_pause:
+            known = self._known_version(cmd)
+            decoded = await self.server.offload(_decode_registration, cmd, known)
+            if not isinstance(decoded, RemotingCommand) and decoded[3] and self._known_version(cmd) != known:
+                # the table changed while the body was read: read the topics after all
+                decoded = await self.server.offload(_decode_registration, cmd, None)
+            return self._registered(conn, cmd, decoded)
+
+    def _registered(self, conn: object, cmd: RemotingCommand, decoded: Any) -> RemotingCommand:
+        if isinstance(decoded, RemotingCommand):  # refused while decoding
+            peer = getattr(conn, "remote_addr", conn)
+            if self.server is not None:
+                self.server.throttle.warning(("register-refused", decoded.remark),
+                                             "register broker from %s refused: %s", peer, decoded.remark)
+            else:
+                log.warning("register broker from %s refused: %s", peer, decoded.remark)
+            return decoded
+        hdr, wrapper, filters, _skipped = decoded
         result = self.table.register_broker(
             cluster=hdr.cluster_name, broker_addr=hdr.broker_addr, broker_name=hdr.broker_name,
             broker_id=hdr.broker_id, ha_server_addr=hdr.ha_server_addr, wrapper=wrapper, filter_servers=filters,
-            channel=conn, now_ms=self.clock())
+            channel=conn, now_ms=self.clock(), grpc_port=hdr.grpc_server_port)
         resp_hdr = h.RegisterBrokerResponseHeader(ha_server_addr=result.ha_server_addr or None,
                                                   master_addr=result.master_addr or None)
         order = self.kv.namespace(ORDER_TOPIC_CONFIG_NAMESPACE)
         return cmd.response(ResponseCode.SUCCESS, ext_fields=resp_hdr.to_ext(),
                             body=KVTable(table=order).to_json() if order else None)
 
-    def _known_version(self, broker_name: str, broker_id: int, broker_addr: str) -> DataVersion | None:
-        """The data version the table holds for a master already registered at ``broker_addr``; None otherwise
-        (its topics must then be read)."""
+    def _known_version(self, cmd: RemotingCommand) -> DataVersion | None:
+        """The data version the table holds for the master ``cmd`` registers, when it is already registered at
+        the same address; None otherwise (its topics must then be read)."""
+        ext = cmd.ext_fields or {}
+        broker_name, broker_addr = ext.get("brokerName"), ext.get("brokerAddr")
+        if ext.get("brokerId") != "0" or not broker_name or not broker_addr:
+            return None
         bd = self.table.broker_addr_table.get(broker_name)
         live = self.table.broker_live_table.get(broker_addr)
-        if broker_id != 0 or bd is None or bd.broker_addrs.get(broker_id) != broker_addr or live is None:
+        if bd is None or bd.broker_addrs.get(0) != broker_addr or live is None:
             return None
         return live.data_version
 
@@ -289,22 +316,24 @@ class NamesrvProcessors:
         return cmd.response(ResponseCode.SUCCESS)
 
 
-def _decode_registration(body: bytes, hdr: "h.RegisterBrokerRequestHeader", version: int,
-                         known: DataVersion | None) -> tuple[TopicConfigSerializeWrapper | None, list[str], bool] | None:
-    """A REGISTER_BROKER body (run in a worker thread): (wrapper, filter servers, topics skipped); None when
-    its crc32 does not match. With ``known`` and an unchanged data version the wrapper holds no topics."""
+def _decode_registration(cmd: RemotingCommand, known: DataVersion | None) -> Any:
+    """Header, CRC check and body of a REGISTER_BROKER (pure: run in the worker thread for a large body):
+    ``(header, TopicConfigSerializeWrapper | None, filter servers, topics skipped)``, or the refusal to send.
+    With ``known`` and an unchanged data version the wrapper holds no topics."""
+    hdr = h.RegisterBrokerRequestHeader.from_ext(cmd.ext_fields)
+    body = bytes(cmd.body or b"")
     if hdr.body_crc32 and (zlib.crc32(body) & 0x7FFFFFFF) != hdr.body_crc32:
-        return None
+        return cmd.response(ResponseCode.SYSTEM_ERROR, "crc32 not match")
     if not body:
-        return None, [], False
-    if version < 37:
-        return TopicConfigSerializeWrapper.from_json(body), [], False
+        return hdr, None, [], False
+    if cmd.version < 37:
+        return hdr, TopicConfigSerializeWrapper.from_json(body), [], False
     if known is not None and not hdr.compressed:
         raw = fastjson_loads(body)
         wrapped = raw.get("topicConfigSerializeWrapper") if isinstance(raw, dict) else None
         dv = wrapped.get("dataVersion") if isinstance(wrapped, dict) else None
         if isinstance(dv, dict) and DataVersion.from_json_value(dv) == known:
             filters = raw.get("filterServerList") or []
-            return TopicConfigSerializeWrapper(data_version=known), [str(f) for f in filters], True
+            return hdr, TopicConfigSerializeWrapper(data_version=known), [str(f) for f in filters], True
     reg = RegisterBrokerBody.decode(body, compressed=bool(hdr.compressed))
-    return reg.topic_config_serialize_wrapper, list(reg.filter_server_list or []), False
+    return hdr, reg.topic_config_serialize_wrapper, list(reg.filter_server_list or []), False

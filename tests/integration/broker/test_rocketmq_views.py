@@ -8,7 +8,6 @@ import re
 
 from mq.protocol.bodies import KVTable, TopicList
 from mq.protocol.codes import RequestCode as R, ResponseCode as RC
-from mq.protocol.command import RemotingCommand
 
 from .wire import props, req, send_cmd
 

@@ -3,13 +3,17 @@ QUERY_CONSUMER_OFFSET (14), UPDATE_CONSUMER_OFFSET (15), GET_MAX_OFFSET (30), GE
 SEARCH_OFFSET_BY_TIMESTAMP (29), GET_EARLIEST_MSG_STORETIME (32), CHECK_CLIENT_CONFIG (46). PROTOCOL.md §4.1.5-4.1.7,
 FEATURES.md §5.2, §5.7, §9.1.
 
-All inline (they touch in-memory tables or read mapped memory), but for the heartbeat of a consumer group whose
-``%RETRY%<group>`` topic does not exist yet: as RocketMQ's ``createTopicInSendMessageBackMethod`` does, the topic
-is created and registered with the name servers (waiting for their answers) before the consumer is registered,
-so the "consumer ids changed" notice, and the answer, reach the client only once the retry topic has a route.
-The client rebalances at once on that notice; without the route, the group's first retries waited for the next
-rebalance (20 s). Such heartbeats go to the ``heartbeat`` worker group; the others are answered inline while the
-group is idle, which keeps heartbeats in order.
+All inline (they touch in-memory tables or read mapped memory), except two kinds of HEART_BEAT, which go to the
+``heartbeat`` worker group (each client's heartbeats stay in order; other clients' are not held up):
+
+- the heartbeat of a consumer group whose ``%RETRY%<group>`` topic does not exist yet: as RocketMQ's
+  ``createTopicInSendMessageBackMethod`` does, the topic is created and registered with the name servers (waiting
+  for their answers) before the consumer is registered, so the "consumer ids changed" notice, and the answer,
+  reach the client only once the retry topic has a route. The client rebalances at once on that notice; without
+  the route, the group's first retries waited for the next rebalance (20 s);
+- a heartbeat whose body is over the server's offload threshold: it is decoded, and its subscriptions
+  normalized, in the server's worker thread, and registered one consumer group at a time with the event loop
+  free in between. A large CHECK_CLIENT_CONFIG is read in the worker thread too.
 
 QUERY_CONSUMER_OFFSET without a committed offset answers 0 when the queue's min offset is <= 0 and its first
 entry is not "on disk" (missing, or its commit-log position is within ``accessMessageInMemoryMaxRatio`` of
@@ -23,6 +27,8 @@ compile -> SUBSCRIPTION_PARSE_FAILED with the compiler's message; else SUCCESS.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import os
 import time
@@ -31,14 +37,17 @@ from typing import TYPE_CHECKING, Any
 from mq.common import topic as T
 from mq.common.fastjson import loads as fastjson_loads
 from mq.common.sql_filter import Sql92SyntaxError
-from mq.daemon.broker.client_manager import ClientChannelInfo
+from mq.daemon.broker.acl_resources import heartbeat_resources
+from mq.daemon.broker.client_manager import ClientChannelInfo, PreparedSubscriptions, prepare_subscriptions
 from mq.daemon.broker.flow_control import HEARTBEAT_GROUP
 from mq.daemon.broker.property_filter import SQL92
+from mq.daemon.broker.topic_config import TopicConfigNotSaved
 from mq.protocol import headers as H
-from mq.protocol.bodies import GetConsumerListByGroupResponseBody, HeartbeatData
+from mq.protocol.bodies import ConsumerData, GetConsumerListByGroupResponseBody, HeartbeatData
 from mq.protocol.codes import LanguageCode, RequestCode, ResponseCode
 from mq.protocol.command import RemotingCommand
 from mq.remoting import DEFER
+from mq.remoting.gc_pause import gc_pause
 
 if TYPE_CHECKING:
     from mq.daemon.broker.controller import BrokerController
@@ -68,34 +77,70 @@ class ClientProcessor:
 
     def register(self, server: Any) -> None:
         R = RequestCode
-        server.register(R.HEART_BEAT, self.heartbeat_registering, group=HEARTBEAT_GROUP, inline=self.heartbeat)
+        server.registry.register(R.HEART_BEAT, self.heartbeat_deferred, group=HEARTBEAT_GROUP, inline=self.heartbeat,
+                                 order="connection")
+        server.register_offloaded(R.CHECK_CLIENT_CONFIG, self.check_client_config_heavy, self.check_client_config)
         for code, fn in ((R.UNREGISTER_CLIENT, self.unregister),
                          (R.GET_CONSUMER_LIST_BY_GROUP, self.consumer_list),
                          (R.QUERY_CONSUMER_OFFSET, self.query_offset), (R.UPDATE_CONSUMER_OFFSET, self.update_offset),
                          (R.GET_MAX_OFFSET, self.max_offset), (R.GET_MIN_OFFSET, self.min_offset),
                          (R.SEARCH_OFFSET_BY_TIMESTAMP, self.search_offset),
-                         (R.GET_EARLIEST_MSG_STORETIME, self.earliest_time),
-                         (R.CHECK_CLIENT_CONFIG, self.check_client_config)):
+                         (R.GET_EARLIEST_MSG_STORETIME, self.earliest_time)):
             server.register(code, fn)
 
     # -- membership --------------------------------------------------------------------------------------
     def heartbeat(self, conn: Any, cmd: RemotingCommand) -> Any:
-        """Inline fast path: ``DEFER`` when a consumer group's retry topic must be created first."""
+        """Inline fast path: ``DEFER`` for a large body, or when a consumer group's retry topic must be created
+        and registered first (``heartbeat_deferred``)."""
+        if self.c.server.is_heavy(cmd):
+            return DEFER
         hb = HeartbeatData.from_json(cmd.body)
         if self._missing_retry_topics(hb):
             return DEFER
-        return self._register_clients(conn, cmd, hb)
+        now = int(time.time() * 1000)
+        for cd in hb.consumer_data_set:
+            self._consumer(conn, cmd, hb.client_id, cd, now)
+        for pd in hb.producer_data_set:
+            self._producer(conn, cmd, hb.client_id, pd.group_name, now)
+        return cmd.response(RC.SUCCESS)
 
-    async def heartbeat_registering(self, conn: Any, cmd: RemotingCommand) -> RemotingCommand:
-        """Create the groups' missing retry topics and register them with the name servers, then the clients."""
-        hb = HeartbeatData.from_json(cmd.body)
+    async def heartbeat_deferred(self, conn: Any, cmd: RemotingCommand) -> RemotingCommand:
+        """A heartbeat the fast path handed over: a large one is decoded off the loop (and its resources checked
+        against the ACL there); then the groups' missing retry topics are created and registered with the name
+        servers, then the clients."""
+        if not self.c.server.is_heavy(cmd):
+            return await self._register_heartbeat(conn, cmd, HeartbeatData.from_json(cmd.body), None)
+        with gc_pause:
+            hb, prepared = await self.c.server.offload(_decode_heartbeat, cmd.body, self.c.consumers)
+            acl = self.c.acl
+            if acl is not None:  # the ACL filter checked the account and signature; the resources are checked here
+                reason = acl.check(conn.remote_addr, cmd, need=heartbeat_resources(hb))
+                if reason is not None:
+                    return cmd.response(RC.SYSTEM_ERROR, acl.refusal_remark(reason))
+            return await self._register_heartbeat(conn, cmd, hb, prepared)
+
+    async def _register_heartbeat(self, conn: Any, cmd: RemotingCommand, hb: HeartbeatData,
+                                  prepared: list[PreparedSubscriptions] | None) -> RemotingCommand:
         created = []
         for group, queue_nums in self._missing_retry_topics(hb):
-            tc = self.c.topic_config.create_system(T.retry_topic(group), queue_nums, 6)
-            created.append(tc)
+            with contextlib.suppress(TopicConfigNotSaved):  # made by the next heartbeat, or send-back
+                created.append(self.c.topic_config.create_system(T.retry_topic(group), queue_nums, 6))
         if created:
             await self.c.registrar.register_now(created)
-        return self._register_clients(conn, cmd, hb)
+        now = int(time.time() * 1000)
+        for i, cd in enumerate(hb.consumer_data_set):
+            if conn.closed:
+                break
+            self._consumer(conn, cmd, hb.client_id, cd, now, prepared[i] if prepared is not None else None)
+            if prepared is not None:
+                await asyncio.sleep(0)
+        for i, pd in enumerate(hb.producer_data_set):
+            if conn.closed:
+                break
+            self._producer(conn, cmd, hb.client_id, pd.group_name, now)
+            if i % 256 == 255:
+                await asyncio.sleep(0)
+        return cmd.response(RC.SUCCESS)
 
     def _missing_retry_topics(self, hb: HeartbeatData) -> list[tuple[str, int]]:
         """(group, retryQueueNums) of each consumer group whose ``%RETRY%`` topic does not exist yet."""
@@ -103,40 +148,55 @@ class ClientProcessor:
         missing = []
         for cd in hb.consumer_data_set:
             group = cd.group_name
-            if not group or c.topic_config.get(T.retry_topic(group)) is not None:
+            if not group or not T.is_valid_topic(T.retry_topic(group)) \
+                    or c.topic_config.get(T.retry_topic(group)) is not None:
                 continue
             sgc = c.subscription_groups.find_or_create(group)
             if sgc is not None and sgc.retry_queue_nums > 0:
                 missing.append((group, sgc.retry_queue_nums))
         return missing
 
-    def _register_clients(self, conn: Any, cmd: RemotingCommand, hb: HeartbeatData) -> RemotingCommand:
+    def _consumer(self, conn: Any, cmd: RemotingCommand, client_id: str, cd: ConsumerData, now: int,
+                  prepared: PreparedSubscriptions | None = None) -> None:
         c = self.c
-        now = int(time.time() * 1000)
-        lang = _language(cmd.language)
-        for cd in hb.consumer_data_set:
-            group = cd.group_name
-            if not group:
-                continue
-            sgc = c.subscription_groups.find_or_create(group)
-            notify = c.config.notify_consumer_ids_changed_enable
-            if sgc is not None:
-                notify = notify and sgc.notify_consumer_ids_changed_enable
-            ch = ClientChannelInfo(conn, hb.client_id, lang, cmd.version, now, conn.remote_addr)
-            c.consumers.register(group, ch, cd.consume_type, cd.message_model, cd.consume_from_where,
-                                 cd.subscription_data_set, notify=notify)
-        for pd in hb.producer_data_set:
-            if pd.group_name:
-                c.producers.register(pd.group_name,
-                                     ClientChannelInfo(conn, hb.client_id, lang, cmd.version, now, conn.remote_addr))
-        return cmd.response(RC.SUCCESS)
+        group = cd.group_name
+        if not group:
+            return
+        sgc = c.subscription_groups.find_or_create(group)
+        notify = c.config.notify_consumer_ids_changed_enable
+        if sgc is not None:
+            notify = notify and sgc.notify_consumer_ids_changed_enable
+            if sgc.retry_queue_nums > 0 and T.is_valid_topic(T.retry_topic(group)):
+                with contextlib.suppress(TopicConfigNotSaved):  # made by the next heartbeat, or send-back
+                    c.topic_config.create_system(T.retry_topic(group), sgc.retry_queue_nums, 6)
+        ch = ClientChannelInfo(conn, client_id, _language(cmd.language), cmd.version, now, conn.remote_addr)
+        c.consumers.register(group, ch, cd.consume_type, cd.message_model, cd.consume_from_where,
+                             cd.subscription_data_set, notify=notify, prepared=prepared)
 
-    def check_client_config(self, conn: Any, cmd: RemotingCommand) -> RemotingCommand:
+    def _producer(self, conn: Any, cmd: RemotingCommand, client_id: str, group: str, now: int) -> None:
+        if group:
+            self.c.producers.register(group, ClientChannelInfo(conn, client_id, _language(cmd.language),
+                                                               cmd.version, now, conn.remote_addr))
+
+    def check_client_config(self, conn: Any, cmd: RemotingCommand) -> Any:
         """Java ``ClientManageProcessor.checkClientConfig``."""
+        if self.c.server.is_heavy(cmd):
+            return DEFER
         try:
             body = fastjson_loads(cmd.body) if cmd.body else None
         except Exception as exc:  # Java: RemotingCommandException -> SYSTEM_ERROR
             return cmd.response(RC.SYSTEM_ERROR, f"bad CheckClientRequestBody: {exc}")
+        return self._check_client_config(cmd, body)
+
+    async def check_client_config_heavy(self, conn: Any, cmd: RemotingCommand) -> RemotingCommand:
+        with gc_pause:
+            try:
+                body = await self.c.server.offload(fastjson_loads, cmd.body)
+            except Exception as exc:
+                return cmd.response(RC.SYSTEM_ERROR, f"bad CheckClientRequestBody: {exc}")
+            return self._check_client_config(cmd, body)
+
+    def _check_client_config(self, cmd: RemotingCommand, body: Any) -> RemotingCommand:
         sd = body.get("subscriptionData") if isinstance(body, dict) else None
         if not isinstance(sd, dict):
             return cmd.response(RC.SUCCESS)
@@ -228,3 +288,16 @@ class ClientProcessor:
         h = H.GetEarliestMsgStoretimeRequestHeader.from_ext(cmd.ext_fields)
         ts = self.c.store.get_earliest_message_time(h.topic, h.queue_id)
         return cmd.response(RC.SUCCESS, ext_fields=H.GetEarliestMsgStoretimeResponseHeader(ts).to_ext())
+
+
+def _decode_heartbeat(body: bytes, consumers: Any) -> tuple[HeartbeatData, list[PreparedSubscriptions]]:
+    """The pure part of a large heartbeat, run in the server's worker thread: decode it, and prepare each
+    group's subscriptions against what the group has now (only read: the group's tables are replaced, never
+    changed in place, so a snapshot stays consistent; ``register`` checks it is still current)."""
+    hb = HeartbeatData.from_json(body)
+    prepared = []
+    for cd in hb.consumer_data_set:
+        info = consumers.get(cd.group_name)
+        base, filters = (info.subscriptions, info.filters) if info is not None else ({}, {})
+        prepared.append(prepare_subscriptions(cd.subscription_data_set, base, filters))
+    return hb, prepared
