@@ -124,13 +124,41 @@ static PyObject *new_command(PyObject *vals[F_COUNT]) {
     return o;
 }
 
+/* UTF-8 text as a str: ASCII copied straight into a new compact str (PyUnicode_DecodeUTF8 costs several times
+ * that for the short texts of a header), anything else decoded strictly. */
 static PyObject *decode_text(const char *p, Py_ssize_t n) {
     if (n == 1 && (unsigned char)p[0] < 128) {
         PyObject *k = short_keys[(unsigned char)p[0]];
         Py_INCREF(k);
         return k;
     }
-    return PyUnicode_DecodeUTF8(p, n, NULL);
+    for (Py_ssize_t i = 0; i < n; i++)
+        if ((unsigned char)p[i] >= 128)
+            return PyUnicode_DecodeUTF8(p, n, NULL);
+    PyObject *s = PyUnicode_New(n, 127);
+    if (s != NULL)
+        memcpy(PyUnicode_1BYTE_DATA(s), p, (size_t)n);
+    return s;
+}
+
+/* The last value seen under each one-byte key (the V2 send header's a..n: the producer group, topic, default
+ * topic, flags repeat from frame to frame), handed out again when the same bytes come: no new str for them. */
+#define VALUE_CACHE_MAX 64
+static PyObject *last_value[128];
+
+static PyObject *decode_value(unsigned char key, const char *p, Py_ssize_t n) {
+    if (key >= 128 || n > VALUE_CACHE_MAX)
+        return decode_text(p, n);
+    PyObject *v = last_value[key];
+    if (v != NULL && PyUnicode_IS_ASCII(v) && PyUnicode_GET_LENGTH(v) == n && memcmp(PyUnicode_1BYTE_DATA(v), p, n) == 0) {
+        Py_INCREF(v);
+        return v;
+    }
+    if ((v = decode_text(p, n)) != NULL && PyUnicode_IS_ASCII(v)) {
+        Py_INCREF(v);
+        Py_XSETREF(last_value[key], v);
+    }
+    return v;
 }
 
 static PyObject *protocol_error(const char *fmt, ...) {
@@ -176,7 +204,15 @@ static PyObject *decode_rocketmq(const unsigned char *d, Py_ssize_t n) {
         Py_XDECREF(remark);
         return protocol_error("ROCKETMQ header extFields length %d does not match the header", (int)elen);
     }
-    if ((ext = PyDict_New()) == NULL)
+    /* count the entries first (lengths only) so the dict is made at its size, not grown twice */
+    Py_ssize_t count = 0;
+    for (Py_ssize_t q = pos; q + 2 <= n; count++) {
+        q += 2 + get16(d + q);
+        if (q + 4 > n)
+            break;
+        q += 4 + (Py_ssize_t)get32(d + q);
+    }
+    if ((ext = _PyDict_NewPresized(count)) == NULL)
         goto fail;
     /* As the Python loop: lengths are unsigned, slices stop at the end, a read past the end is "truncated". */
     while (pos < n) {
@@ -184,7 +220,7 @@ static PyObject *decode_rocketmq(const unsigned char *d, Py_ssize_t n) {
             goto truncated;
         Py_ssize_t klen = get16(d + pos);
         pos += 2;
-        Py_ssize_t kend = pos + klen < n ? pos + klen : n;
+        Py_ssize_t kstart = pos, kend = pos + klen < n ? pos + klen : n;
         if ((key = decode_text((const char *)d + pos, kend - pos)) == NULL)
             goto text_error;
         pos += klen;
@@ -193,7 +229,10 @@ static PyObject *decode_rocketmq(const unsigned char *d, Py_ssize_t n) {
         Py_ssize_t vlen = get32(d + pos);
         pos += 4;
         Py_ssize_t vend = pos + vlen < n ? pos + vlen : n;
-        if ((val = decode_text((const char *)d + pos, vend - pos)) == NULL)
+        /* a one-byte key (whole: the value length after it was read) may reuse its last value */
+        val = klen == 1 ? decode_value(d[kstart], (const char *)d + pos, vend - pos)
+                        : decode_text((const char *)d + pos, vend - pos);
+        if (val == NULL)
             goto text_error;
         if (PyDict_SetItem(ext, key, val) < 0)
             goto fail;
