@@ -468,6 +468,10 @@ class ClientConfig:
     call_timeout: float = 3.0
     #: BROADCASTING offsets: <dir>/<clientId>/<group>/offsets.json (rocketmq.client.localOffsetStoreDir).
     local_offset_store_dir: str = str(Path.home() / ".rocketmq_offsets")
+    #: Largest body, in bytes, a consumer inflates from a compressed message; a body that would inflate past
+    #: it is skipped with a WARNING, as a zlib bomb (4 MiB of zlib can inflate to 4 GiB). Producers check
+    #: maxMessageSize (4 MiB by default) before they compress, so real bodies stay far below.
+    max_inflated_body_size: int = 64 * 1024 * 1024
     #: ACL: with an access key every request is signed (RocketMQ's AclClientRPCHook)
     access_key: str = ""
     #: ACL: the secret key that signs requests with ``access_key``.
@@ -692,6 +696,63 @@ class BrokerConfig(RemotingServerConfig):
     metrics_prom_exporter_port: int = 5557
     #: Extra labels on every metric, ``key1:value1,key2:value2`` (RocketMQ's metricsLabel).
     metrics_label: str = ""
+    # -- RocketMQ 5 pop consumption (mq.daemon.broker.pop) ---------------------------------------------------
+    #: Pop retry topics are named %RETRY%{group}+{topic} instead of %RETRY%{group}_{topic} (5.3's default)
+    enable_retry_topic_v2: bool = False
+    #: Percent of pops that read the group's pop retry topic before the topic itself
+    pop_from_retry_probability: int = 20
+    #: A new pop group starts at offset 0 when the queue's first message is still in memory (else at the end)
+    init_pop_offset_by_check_msg_in_mem: bool = True
+    #: Stop popping a queue for a group while it has more than popInflightMessageThreshold un-acked messages
+    enable_pop_message_threshold: bool = True
+    #: Un-acked (popped, not yet acked or revived) messages per group and queue before pops skip the queue
+    pop_inflight_message_threshold: int = 10_000
+    #: Held (long-polling) pop requests in total; beyond it a pop with nothing to return gets POLLING_FULL
+    max_pop_polling_size: int = 100_000
+    #: Held pop requests per topic and group; beyond it POLLING_FULL
+    pop_polling_size: int = 1024
+    #: Longest pollTime a pop may ask for, ms (longer ones are cut to it)
+    pop_max_poll_time_ms: int = 60_000
+    #: Longest invisible time a pop or change-invisible-time may ask for, ms (12 h; must stay below
+    #: fileReservedTime, as the checkpoint that brings a message back lives in the commit log)
+    max_invisible_time_mills: int = 12 * 3_600_000
+    #: Pop revive tick, ms: an un-acked message comes back within this (plus popReviveMarginMs) of its time
+    pop_revive_precision_ms: int = 100
+    #: Seconds of revive times held by one pop revive bucket file
+    pop_revive_bucket_span_sec: int = 60
+    #: Pop revive checkpoint (bucket fsync, offsets, order info, checkpoint.json) period, ms
+    pop_revive_flush_interval_ms: int = 500
+    #: A due checkpoint waits this much longer (ms) before its un-acked messages are revived (clock jitter)
+    pop_revive_margin_ms: int = 200
+    #: Receipt handles remembered as acked or replaced until they expire, so a late ack of a replaced handle
+    #: answers INVALID and a change of a finished one is refused; beyond this many the oldest are forgotten
+    pop_finished_handles: int = 100_000
+    # -- gRPC endpoint (RocketMQ 5 clients; mq.daemon.proxy) ------------------------------------------------------
+    #: Port of the gRPC endpoint for RocketMQ 5.x clients (RocketMQ proxy's grpcServerPort); -1: no gRPC
+    #: endpoint; 0: any free port (also what a broker on an ephemeral listenPort 0 gets with the default 8081).
+    grpc_server_port: int = 8081
+    #: Address the gRPC endpoint binds; empty: the broker's bind address (``host``).
+    grpc_bind_address: str = ""
+    #: Most gRPC client sessions (distinct x-mq-client-id) served at once; beyond it new clients get TOO_MANY_REQUESTS.
+    grpc_max_sessions: int = 10_000
+    #: Seconds a QueryRoute answer built from the name server's route is reused.
+    grpc_route_cache_seconds: float = 5.0
+    #: Shortest invisible time a ReceiveMessage may ask for, ms (RocketMQ proxy: 10 s).
+    grpc_min_invisible_time_ms: int = 10_000
+    #: Longest invisible time a ReceiveMessage or ChangeInvisibleDuration may ask for, ms (12 h).
+    grpc_max_invisible_time_ms: int = 12 * 3_600_000
+    #: Invisible time given to push consumers' messages (auto_renew), ms; renewed while the client holds them.
+    grpc_default_invisible_time_ms: int = 60_000
+    #: Renew an auto-renewed message this long before its invisible time ends, ms.
+    grpc_renew_ahead_ms: int = 10_000
+    #: Stop renewing a message a push consumer has held this long, ms (RocketMQ: 3 h).
+    grpc_renew_max_hold_ms: int = 3 * 3_600_000
+    #: Shortest long polling of a ReceiveMessage, ms (RocketMQ proxy: 5 s); a call with less time left fails.
+    grpc_min_long_polling_ms: int = 5_000
+    #: Longest long polling of a ReceiveMessage, ms (RocketMQ proxy: 20 s); also what Settings tell consumers.
+    grpc_max_long_polling_ms: int = 20_000
+    #: Messages returned by one ReceiveMessage at most (RocketMQ: 32).
+    grpc_max_receive_batch: int = 32
 
     @property
     def advertised_host(self) -> str:
@@ -763,3 +824,44 @@ class OrderlyConfig:
     consume_lock_wait: float = 1.0
     #: MAX_TIME_CONSUME_CONTINUOUSLY: one queue yields to the others after consuming this long.
     max_time_consume_continuously: float = 60.0
+
+
+@dataclass(frozen=True, slots=True)
+class DashboardConfig:
+    """The web console (``mq dashboard``): where it listens, the cluster it shows and who may use it."""
+
+    #: Address the console binds to (``--host`` overrides it). Any address but a loopback one requires a login:
+    #: the console refuses to start without ``usersFile``.
+    host: str = "127.0.0.1"
+    #: HTTP port of the console (``--port`` overrides it).
+    listen_port: int = 8080
+    #: Name servers of the cluster shown, ``;``-separated; empty: ``-n``, else ``$NAMESRV_ADDR``, else
+    #: 127.0.0.1:9876.
+    namesrv_addr: str = ""
+    #: ACL: the access key the console signs its requests with (a cluster with aclEnable); empty: unsigned.
+    access_key: str = ""
+    #: ACL: the secret key that goes with ``accessKey``.
+    secret_key: str = field(default="", repr=False)
+    #: YAML file of the accounts that may log in (``users: [{username, password, role}]``, passwords hashed with
+    #: ``mq dashboard hash-password``); empty: no login, allowed only on a loopback address.
+    users_file: str = ""
+    #: Ask for a login even on a loopback address (needs ``usersFile``).
+    login_required: bool = False
+    #: Secret that signs session cookies; empty: a random one at each start (everyone logs in again after a
+    #: restart).
+    session_secret: str = field(default="", repr=False)
+    #: A login lasts this long, seconds.
+    session_max_age: int = 8 * 3600
+    #: Session cookies only over HTTPS (set it when a TLS proxy is in front of the console).
+    secure_cookies: bool = False
+    #: Folder where ``mq trace analyze --html`` reports are written; the newest ``*.html`` in it is shown.
+    #: Empty: no report page.
+    trace_report_dir: str = ""
+    #: Trace topic that message traces are read from.
+    trace_topic: str = "RMQ_SYS_TRACE_TOPIC"
+    #: Live figures (lag, TPS, cluster state) refresh this often, seconds.
+    refresh_interval: float = 5.0
+    #: Timeout of each call the console makes to a name server or broker, seconds.
+    admin_timeout: float = 5.0
+    #: Most messages a query by time range or by key shows (newest first).
+    max_query_messages: int = 500

@@ -16,6 +16,8 @@ import click
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address both daemons listen on.")
 @click.option("--namesrv-port", type=int, default=9876, show_default=True)
 @click.option("--broker-port", type=int, default=10911, show_default=True)
+@click.option("--grpc-port", type=int, default=8081, show_default=True,
+              help="gRPC endpoint for RocketMQ 5.x clients (their access point); -1: none.")
 @click.option("--store", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Store root directory.  [default: ~/.mq/store]")
 @click.option("--metrics-port", type=int, default=5557, show_default=True,
@@ -25,12 +27,12 @@ import click
 @click.option("--metrics/--no-metrics", default=True, show_default=True,
               help="Serve Prometheus metrics (metricsExporterType PROM).")
 @click.option("--log-level", default="INFO", show_default=True)
-def up(host: str, namesrv_port: int, broker_port: int, store: Path | None, metrics_port: int,
+def up(host: str, namesrv_port: int, broker_port: int, grpc_port: int, store: Path | None, metrics_port: int,
        namesrv_metrics_port: int, metrics: bool, log_level: str) -> None:
     """Run a name server and a broker in the foreground; Ctrl-C stops both cleanly."""
     import dataclasses
 
-    from mq.cli.broker import build_configs
+    from mq.cli.broker import build_configs, grpc_banner
     from mq.config import NamesrvConfig
     from mq.daemon import runtime
     from mq.daemon.namesrv.server import NamesrvServer
@@ -49,13 +51,16 @@ def up(host: str, namesrv_port: int, broker_port: int, store: Path | None, metri
         try:
             bcfg, scfg = build_configs(None, namesrv=f"{host}:{server.port}", host=host, port=broker_port,
                                        advertise=None, store=store, broker_name=None, cluster=None,
-                                       broker_id=None)
+                                       broker_id=None, grpc_port=grpc_port)
             bcfg = dataclasses.replace(bcfg, metrics_exporter_type=exporter,
                                        metrics_prom_exporter_port=metrics_port)
             ctrl = BrokerController(bcfg, store_config=scfg)
             await ctrl.start()
-            banner = (f"name server {host}:{server.port}, {bcfg.broker_name} {ctrl.address}, store "
-                      f"{scfg.store_path_root_dir}")
+            if ctrl.grpc is not None:
+                server.server.registry.foreign_protocol_hint = (
+                    f"RocketMQ 5.x gRPC clients connect to the broker's gRPC endpoint {ctrl.grpc.advertised_address}")
+            banner = (f"name server {host}:{server.port}, {bcfg.broker_name} {ctrl.address}{grpc_banner(ctrl)}, "
+                      f"store {scfg.store_path_root_dir}")
             if ctrl.metrics is not None and server.metrics is not None:
                 banner += f"; metrics {ctrl.metrics.url} (broker), {server.metrics.url} (name server)"
             click.echo(banner + " (Ctrl-C to stop)", err=True)

@@ -43,6 +43,11 @@ Bounded memory and time (``ConnectionLimits``; a server connection also reports 
   (``LogThrottle``), with a count of the ones held back.
 
 Opaques are per connection, signed int32, wrapping from 2**31-1 to -2**31.
+
+A connection whose first bytes are not a frame but an HTTP/2 preface (``PRI * HTTP/2.0``: a RocketMQ 5.x gRPC
+client) or a TLS ClientHello is closed with one line naming the protocol and, where the dispatcher has one
+(``foreign_protocol_hint``), the endpoint to use instead, rather than "frame length over the limit". The line
+is throttled per kind (``LogThrottle``).
 """
 
 from __future__ import annotations
@@ -50,6 +55,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -72,6 +78,19 @@ _INT32_MIN = -(2**31)
 
 #: Throttle of connections that were not given one (client connections).
 _DEFAULT_THROTTLE = LogThrottle(log)
+
+_foreign_log = LogThrottle(log, 60.0)
+
+
+def foreign_protocol(data: bytes) -> str | None:
+    """The protocol that opened a connection with ``data`` when it is not RocketMQ remoting, else None."""
+    if data[:4] == b"PRI ":
+        return "HTTP/2 (gRPC)"
+    if len(data) >= 3 and data[0] == 0x16 and data[1] == 0x03 and data[2] <= 0x04:
+        return "TLS"
+    if data[:4] in (b"GET ", b"POST", b"HEAD", b"PUT "):
+        return "HTTP/1"
+    return None
 
 
 class Dispatcher(Protocol):
@@ -145,6 +164,7 @@ class Connection(FlowControl, asyncio.Protocol):
         self._counted_partial = 0
         self._stall_mark = 0
         self._transport_buffered: Callable[[], int] = _nothing_buffered
+        self._first_read = True
 
     # ------------------------------------------------------------------------------------------
     # asyncio.Protocol
@@ -173,11 +193,19 @@ class Connection(FlowControl, asyncio.Protocol):
             return
         now = time.monotonic()
         decoder = self._decoder
+        first, self._first_read = self._first_read, False
         try:
             cmds = decoder.feed(data)
         except RemoteProtocolError as exc:
-            self._throttle.warning(("malformed-frame", self.name), "%s: closing connection from %s: %s",
-                                   self.name, self.remote_addr, exc)
+            kind = foreign_protocol(data) if first else None
+            if kind is None:
+                self._throttle.warning(("malformed-frame", self.name), "%s: closing connection from %s: %s",
+                                       self.name, self.remote_addr, exc)
+            else:
+                hint = getattr(self._dispatcher, "foreign_protocol_hint", None) or \
+                    "RocketMQ 5.x gRPC clients connect to a broker's gRPC endpoint (grpcServerPort, default 8081)"
+                _foreign_log.warning((self.name, kind), "%s: %s client at %s on the RocketMQ remoting port %s: %s",
+                                     self.name, kind, self.remote_addr, self.local_addr, hint)
             self.close(f"malformed frame: {exc}")
             return
         buffered = decoder.buffered

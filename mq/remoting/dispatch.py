@@ -282,6 +282,8 @@ class HandlerRegistry:
         self._groups: dict[str, WorkerGroup] = {}
         #: runs before any handler (the broker's ACL): a response returned here is sent instead
         self.request_filter: Callable[[Connection, RemotingCommand], RemotingCommand | None] | None = None
+        #: what a connection that opens with another protocol (gRPC, TLS) is told to use instead (logged)
+        self.foreign_protocol_hint: str | None = None
         self._observer: RequestObserver | None = None
 
     @property

@@ -185,7 +185,7 @@ def verify_store(root: Path, *, check_crc: bool = True, max_problems: int = 100)
     segs = _segments(commit_log_dir(root))
     log_min = int(segs[0].name) if segs else 0
     records: dict[int, tuple[str, int, int, int]] = {}
-    queue_offsets: dict[tuple[str, int, int], int] = {}
+    queue_offsets: dict[tuple[str, int], dict[int, int]] = {}  # per queue: queue offset -> commit log offset
     for info in iter_records(root, check_crc=check_crc, decode=True):
         if not info.ok:
             if info.tail and segs and info.phy_offset >= int(segs[-1].name):
@@ -200,8 +200,10 @@ def verify_store(root: Path, *, check_crc: bool = True, max_problems: int = 100)
         rep.records += 1
         records[info.phy_offset] = (m.topic, m.queue_id, m.queue_offset, info.size)
         if m.sys_flag & SF.TRANSACTION_MASK in (SF.TRANSACTION_NOT_TYPE, SF.TRANSACTION_COMMIT_TYPE):
-            key = (m.topic, m.queue_id, m.queue_offset)
-            other = queue_offsets.setdefault(key, info.phy_offset)
+            queue = (m.topic, m.queue_id)
+            if m.queue_offset == 0:  # a deleted and re-created topic starts its queues at 0 again
+                queue_offsets[queue] = {}
+            other = queue_offsets.setdefault(queue, {}).setdefault(m.queue_offset, info.phy_offset)
             if other != info.phy_offset and len(rep.problems) < max_problems:
                 rep.problems.append(f"commit log offsets {other} and {info.phy_offset} both hold {m.topic}/"
                                     f"{m.queue_id} queue offset {m.queue_offset}")

@@ -27,7 +27,7 @@ import logging
 import shutil
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from mq.config import BrokerConfig, ProcessorLimits, StoreConfig
 from mq.daemon.broker.client_manager import ConsumerManager, ProducerManager
@@ -50,7 +50,8 @@ log = logging.getLogger(__name__)
 
 
 class BrokerController:
-    def __init__(self, config: BrokerConfig, *, store_config: StoreConfig | None = None) -> None:
+    def __init__(self, config: BrokerConfig, *, store_config: StoreConfig | None = None,
+                 clock: Callable[[], int] | None = None) -> None:
         self.config = config
         self.store_config = store_config or StoreConfig()
         self.server = RemotingServer(config.host, config.listen_port, limits=config.frame_limits, name="broker",
@@ -84,9 +85,15 @@ class BrokerController:
         self.timer_service: Any = None
         # replication (mq.daemon.broker.ha): HAService on a master, HAClient on a slave; built in start()
         self.ha: Any = None
+        #: the gRPC endpoint for RocketMQ 5.x clients (mq.daemon.proxy), None when grpcServerPort is -1
+        self.grpc: Any = None
         self.slave_sync: Any = None
         #: the Prometheus endpoint (mq.daemon.metrics) when metricsExporterType is PROM; built in start()
         self.metrics: Any = None
+        # RocketMQ 5 pop consumption (mq.daemon.broker.pop); ``clock`` (epoch ms) is for tests
+        from mq.daemon.broker.pop.service import PopService
+
+        self.pop_service = PopService(self, clock=clock)
         self._tasks: list[asyncio.Task] = []
         self._started = False
         self._stopping = False
@@ -188,7 +195,11 @@ class BrokerController:
             await self._start_ha()
             if self.metrics is not None:
                 await self.metrics.start()
+            await self._start_grpc()
         except BaseException:
+            await self._stop_grpc()
+            if self.metrics is not None:
+                await self.metrics.stop()
             await self._stop_ha()
             await self.server.stop()
             if self.store is not None:
@@ -201,20 +212,33 @@ class BrokerController:
                        loop.create_task(self._periodic(self.config.client_channel_scan_interval,
                                                        self.scan_clients, "client channel scan"))]
         self._start_delivery_services()
+        self.pop_service.start()
         self._started = True
         ok = await self.registrar.register_all(force=True)
         self.registrar.start()
-        log.info("broker %s (%s, id %d) listening on %s:%d, advertised %s, store %s; registered with %d/%d name "
+        log.info("broker %s (%s, id %d) listening on %s:%d, advertised %s%s, store %s; registered with %d/%d name "
                  "servers", self.broker_name, self.cluster, self.broker_id, self.config.host, self.port,
-                 self.address, self.store_config.store_path_root_dir, ok, len(self.config.namesrv_addrs))
+                 self.address, f", gRPC {self.grpc.advertised_address}" if self.grpc is not None else "",
+                 self.store_config.store_path_root_dir, ok, len(self.config.namesrv_addrs))
 
     def _open_store(self) -> None:
         assert self.poster is not None
         self.hold_service = PullHoldService(asyncio.get_running_loop(), self.poster, self._reexecute_pull,
                                             self.config.max_held_pull_requests)
         hold = self.hold_service
+        pull_held = hold.held_topics()
+        pop_polling = self.pop_service.open_polling()
+        pop_held = pop_polling.held_topics()
+
+        def on_dispatch(topic: str, queue_id: int, max_offset: int, tags_code: int) -> None:
+            # one dict lookup per service: most dispatched messages wake nothing
+            if topic in pull_held:
+                hold.on_dispatch(topic, queue_id, max_offset, tags_code)
+            if topic in pop_held:
+                pop_polling.on_dispatch(topic, queue_id, max_offset, tags_code)
+
         store = MessageStore(self.store_config, store_host=(self.config.advertised_host, self.port),
-                             on_dispatch=hold.on_dispatch)
+                             on_dispatch=on_dispatch)
         try:
             store.load()
             store.start()
@@ -239,8 +263,13 @@ class BrokerController:
         await self.registrar.stop()
         await self.fast_failure.stop()
         await self._stop_delivery_services()  # before the store shuts down
+        try:
+            await self.pop_service.stop()  # answers held pops while their connections are open
+        except Exception:
+            log.exception("stopping the pop service failed")
         await cancel_tasks(*self._tasks)
         self._tasks = []
+        await self._stop_grpc()
         if self.metrics is not None:
             await self.metrics.stop()
         if self.hold_service is not None:
@@ -259,6 +288,31 @@ class BrokerController:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.stop()
+
+    # -- the gRPC endpoint (mq.daemon.proxy) ------------------------------------------------------------------
+    @property
+    def grpc_port(self) -> int | None:
+        """The bound gRPC port, None without a gRPC endpoint."""
+        return self.grpc.port if self.grpc is not None else None
+
+    async def _start_grpc(self) -> None:
+        if self.config.grpc_server_port < 0:
+            return
+        from mq.daemon.proxy.server import GrpcEndpoint
+
+        endpoint = GrpcEndpoint(self)
+        await endpoint.start()
+        self.grpc = endpoint
+        self.server.registry.foreign_protocol_hint = (
+            f"RocketMQ 5.x gRPC clients connect to this broker's gRPC endpoint {endpoint.advertised_address}")
+
+    async def _stop_grpc(self) -> None:
+        endpoint, self.grpc = self.grpc, None
+        if endpoint is not None:
+            try:
+                await endpoint.stop()
+            except Exception:
+                log.exception("stopping the gRPC endpoint failed")
 
     # -- replication (STORE.md §13) -------------------------------------------------------------------------
     async def _start_ha(self) -> None:
@@ -384,6 +438,7 @@ class BrokerController:
     def _connection_closed(self, conn: Any) -> None:
         if self.hold_service is not None:
             self.hold_service.drop_connection(conn)
+        self.pop_service.connection_closed(conn)
         self.producers.connection_closed(conn)
         groups = self.consumers.connection_closed(conn)
         if groups:
@@ -394,6 +449,8 @@ class BrokerController:
         now = int(time.time() * 1000)
         for group, cid in self.consumers.scan_expired(exp, now) + self.producers.scan_expired(exp, now):
             log.info("client %s of group %s dropped after %d ms of silence", cid, group, exp)
+        if self.grpc is not None:
+            self.grpc.tick()
 
     def _persist_offsets(self) -> None:
         self.offsets.persist()

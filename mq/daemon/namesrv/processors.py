@@ -126,7 +126,7 @@ class NamesrvProcessors:
         result = self.table.register_broker(
             cluster=hdr.cluster_name, broker_addr=hdr.broker_addr, broker_name=hdr.broker_name,
             broker_id=hdr.broker_id, ha_server_addr=hdr.ha_server_addr, wrapper=wrapper, filter_servers=filters,
-            channel=conn, now_ms=self.clock())
+            channel=conn, now_ms=self.clock(), grpc_port=hdr.grpc_server_port)
         resp_hdr = h.RegisterBrokerResponseHeader(ha_server_addr=result.ha_server_addr or None,
                                                   master_addr=result.master_addr or None)
         order = self.kv.namespace(ORDER_TOPIC_CONFIG_NAMESPACE)

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from mq.common import topic as T
 from mq.common.fastjson import loads as fastjson_loads
 from mq.common.sql_filter import Sql92SyntaxError
-from mq.daemon.broker.acl import heartbeat_resources
+from mq.daemon.broker.acl_resources import heartbeat_resources
 from mq.daemon.broker.client_manager import ClientChannelInfo, PreparedSubscriptions, prepare_subscriptions
 from mq.daemon.broker.property_filter import SQL92
 from mq.daemon.broker.topic_config import TopicConfigNotSaved

@@ -50,6 +50,7 @@ from mq.common.properties import decode_properties, encode_properties
 from mq.daemon.broker.requeue import REFUSED, STORED, load, put_async, real_target, rebuild
 from mq.daemon.broker.schedule import is_master
 from mq.daemon.broker.timer.buckets import TimerStore
+from mq.daemon.broker.timer.recall import TIMER_DEL_UNIQKEY, RecallTable, build_marker
 from mq.daemon.broker.topic_config import TopicConfigNotSaved
 from mq.store.consume_queue import CQ_UNIT, FILLER_SIZE
 
@@ -97,6 +98,8 @@ class TimerMessageService:
         #: messages that could not be delivered and were passed over (see the module docstring)
         self.set_aside = 0
         self._throttle = LogThrottle(log, cfg.delivery_error_log_interval_ms / 1000.0)
+        self.recalled = 0
+        self.recalls = RecallTable()
         self._task: asyncio.Task | None = None
         self._running = False
 
@@ -142,6 +145,18 @@ class TimerMessageService:
         msg.queue_id = 0
         msg.tags_code = at
         return None
+
+    async def recall(self, topic: str, uniq: str, deliver_ms: int) -> str | None:
+        """Recall the message ``uniq`` of ``topic`` parked until ``deliver_ms`` (``timer/recall.py``); an
+        error text when it cannot be."""
+        if not self._running:
+            return "the timer is not running on this broker"
+        if deliver_ms - int(time.time() * 1000) <= 2 * self.precision:
+            return "the message is being delivered or was delivered already: too late to recall it"
+        marker = build_marker(topic, uniq, deliver_ms, self.precision, TIMER_TOPIC,
+                              (self.c.config.advertised_host, self.c.port), TIMER_OUT_MS)
+        res = await put_async(self.c.store, marker)
+        return None if res.status in STORED else f"the recall could not be stored: {res.status.name}"
 
     # -- lifecycle ---------------------------------------------------------------------------------------------
     def start(self) -> None:
@@ -256,6 +271,9 @@ class TimerMessageService:
         except ValueError:
             at = 0
         now = int(time.time() * 1000)
+        if TIMER_DEL_UNIQKEY in msg.properties:  # a recall marker (timer/recall.py): remember, deliver nothing
+            self.recalls.on_marker(msg.properties)
+            return True
         if at > now + self.precision:  # parked beyond the roll window: renew it in the commit log
             props = dict(msg.properties)
             props[TIMER_ROLL_TIMES] = str(int(props.get(TIMER_ROLL_TIMES) or 0) + 1)
@@ -268,6 +286,11 @@ class TimerMessageService:
             self._throttle.warning("roll-failed", "timer: roll of %s failed (%s); retrying", msg.msg_id,
                                    res.remark or res.status.name)
             return False
+        if self.recalls.recalled(msg.properties, now):
+            self.recalled += 1
+            log.info("timer: message %s of %s recalled; not delivered", msg.properties.get(P.UNIQ_CLIENT_MESSAGE_ID_KEYIDX),
+                     msg.properties.get(P.REAL_TOPIC))
+            return True
         real = real_target(msg)
         if real.__class__ is str:
             return self._set_aside(msg, phy, real)  # type: ignore[arg-type]
