@@ -9,14 +9,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from mq.protocol import header_codec as hc
 from mq.protocol import headers as h
+from mq.protocol import pop_headers
 
-pytestmark = pytest.mark.skipif(h._c_spec is None, reason="the C codec is not built (no C compiler at install) "
+pytestmark = pytest.mark.skipif(hc._c_spec is None, reason="the C codec is not built (no C compiler at install) "
                                 "or MQ_PURE_PYTHON is set")
 
 SETTINGS = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-ALL = sorted((c for c in vars(h).values() if isinstance(c, type) and issubclass(c, h.Header) and c is not h.Header),
-             key=lambda c: c.__name__)
+ALL = sorted({c for mod in (h, pop_headers) for c in vars(mod).values()
+              if isinstance(c, type) and issubclass(c, hc.Header) and c is not hc.Header}, key=lambda c: c.__name__)
 
 #: what a field's text can be: Java numbers at and past the int and long bounds, signs, other digits, spaces
 NUMBERS = ["0", "-0", "+7", "-1", "007", "2147483647", "2147483648", "-2147483648", "-2147483649",
