@@ -62,7 +62,8 @@ def start_broker(workdir: Path, metrics_port: int | None) -> tuple[subprocess.Po
     if metrics_port is not None:
         conf += ["metricsExporterType: PROM", f"metricsPromExporterPort: {metrics_port}"]
     (workdir / "broker.yaml").write_text("\n".join(conf) + "\n")
-    proc = subprocess.Popen([sys.executable, "-m", "mq.cli.main", "broker", "start", "--namesrv", "", "--port",
+    proc = subprocess.Popen([sys.executable, "-m", "mq.cli.main", "broker", "start",
+                             "--grpc-port", "-1", "--namesrv", "", "--port",
                              str(port), "--store", str(workdir / "store"), "--config", str(workdir / "broker.yaml"),
                              "--log-level", "WARNING", "--pid-file", str(workdir / "broker.pid")],
                             env=dict(os.environ, MQ_HOME=str(workdir)))

@@ -34,10 +34,13 @@ import typing
 from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar
 
+from mq.common import native
 from mq.common.javanum import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN, parse_java_int
 from mq.errors import HeaderFieldError
 
 _TRUE = frozenset(("true", "1", "TRUE", "True"))
+#: the C twins of the generated code (``_codec.c``), or None
+_c_spec, _c_from_ext, _c_to_ext = native.load("mq.protocol._codec", "header_spec", "header_from_ext", "header_to_ext")
 
 
 class _JavaLong:
@@ -101,7 +104,8 @@ def _float_field(cls: type, wire: str, v: Any) -> float:
 
 
 class Header:
-    """Base of every typed header; ``from_ext``/``to_ext`` are generated per class by ``_header``."""
+    """Base of every typed header; ``from_ext``/``to_ext`` are generated per class by ``_header`` (and
+    ``py_from_ext``/``py_to_ext``, the same without the C codec's fast path)."""
 
     __slots__ = ()
     WIRE_NAMES: ClassVar[dict[str, str]] = {}
@@ -140,12 +144,18 @@ def _fields(cls: type) -> tuple[HeaderField, ...]:
 
 def _compile(cls: type) -> None:
     """Generate straight-line ``from_ext``/``to_ext`` for ``cls`` (as ``dataclasses`` does for ``__init__``):
-    a loop over the fields costs about 0.5 µs per field, the unrolled code a fraction of that."""
+    a loop over the fields costs about 0.5 µs per field, the unrolled code a fraction of that. Where the C codec
+    is built, both first ask its twins (``header_from_ext``/``header_to_ext``), which read and write the usual
+    case the same way and return None for the rest; ``py_from_ext``/``py_to_ext`` are the Python code alone."""
     fields = _fields(cls)
     ns: dict[str, Any] = {"_missing": _missing, "_int_field": _int_field, "_float_field": _float_field,
                           "_TRUE": _TRUE, "_text": _text}
-    dec = ["def from_ext(cls, ext):", "    g = (ext or {}).get"]
-    enc = ["def to_ext(self):", "    out = {}"]
+    spec = None
+    if _c_spec is not None and not hasattr(cls, "__post_init__"):
+        spec = _c_spec(cls, fields)
+    ns.update(_spec=spec, _cfrom=_c_from_ext, _cto=_c_to_ext)
+    dec = ["def py_from_ext(cls, ext):", "    g = (ext or {}).get"]
+    enc = ["def py_to_ext(self):", "    out = {}"]
     for i, f in enumerate(fields):
         w = repr(f.wire)
         ns[f"_d{i}"] = f.default
@@ -169,12 +179,21 @@ def _compile(cls: type) -> None:
         enc += [f"    v = self.{f.attr}", f"    if v is not None: out[{w}] = {expr}"]
     dec.append(f"    return cls({', '.join(f'a{i}' for i in range(len(fields)))})")
     enc.append("    return out")
-    exec("\n".join(dec) + "\n\n" + "\n".join(enc), ns)  # noqa: S102 - generated from the field list
-    ns["from_ext"].__qualname__ = f"{cls.__name__}.from_ext"
-    ns["to_ext"].__qualname__ = f"{cls.__name__}.to_ext"
+    if spec is None:
+        fast = ["from_ext = py_from_ext", "to_ext = py_to_ext"]
+    else:
+        fast = ["def from_ext(cls, ext):", "    h = _cfrom(_spec, cls, ext)",
+                "    return py_from_ext(cls, ext) if h is None else h", "",
+                "def to_ext(self):", "    out = _cto(_spec, self)", "    return py_to_ext(self) if out is None else out"]
+    source = "\n".join(dec) + "\n\n" + "\n".join(enc) + "\n\n" + "\n".join(fast)
+    exec(source, ns)  # noqa: S102 - generated from the field list
+    for name in ("from_ext", "to_ext", "py_from_ext", "py_to_ext"):
+        ns[name].__qualname__ = f"{cls.__name__}.{name}"
     cls.FIELDS = fields
     cls.from_ext = classmethod(ns["from_ext"])
     cls.to_ext = ns["to_ext"]
+    cls.py_from_ext = classmethod(ns["py_from_ext"])
+    cls.py_to_ext = ns["py_to_ext"]
 
 
 def _header(cls):

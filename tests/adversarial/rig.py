@@ -51,7 +51,7 @@ DEPTH = 8
 BROKER_YAML = {
     "brokerClusterName": "AdvCluster", "brokerName": "adv-broker", "brokerId": 0,
     "mappedFileSizeCommitLog": 8 * 1024 * 1024, "mappedFileSizeConsumeQueue": 60_000,
-    "maxHashSlotNum": 5_000, "maxIndexNum": 20_000, "haListenPort": 0,
+    "maxHashSlotNum": 5_000, "maxIndexNum": 20_000, "haListenPort": 0, "grpcServerPort": -1,
 }
 HEALTH_TIMEOUT = 10.0
 #: A store that does not verify is read again this many times, 0.3 s apart, before it counts as corrupt (the
