@@ -328,8 +328,7 @@ class PopService:
         unit = cq.get_unit(0) if cq is not None else None
         if not unit:
             return False
-        limit = getattr(self.c.client_processor, "mem_limit", 0)
-        return store.get_max_phy_offset() - unit[0] <= limit
+        return store.get_max_phy_offset() - unit[0] <= self.c.client_processor.mem_limit
 
     def inflight_exceeded(self, topic: str, group: str, queue_id: int) -> bool:
         cfg = self.c.config

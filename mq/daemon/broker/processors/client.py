@@ -75,6 +75,12 @@ class ClientProcessor:
         self.c = controller
         self._ram = _total_ram()
 
+    @property
+    def mem_limit(self) -> int:
+        """Bytes from the log's end that count as in memory (accessMessageInMemoryMaxRatio of RAM; changeable at
+        run time). Pop's first offset uses it too."""
+        return self._ram * self.c.store_config.access_message_in_memory_max_ratio // 100
+
     def register(self, server: Any) -> None:
         R = RequestCode
         server.registry.register(R.HEART_BEAT, self.heartbeat_deferred, group=HEARTBEAT_GROUP, inline=self.heartbeat,
@@ -261,8 +267,7 @@ class ClientProcessor:
         unit = cq.get_unit(0) if cq is not None else None
         if not unit:
             return False
-        limit = self._ram * self.c.store_config.access_message_in_memory_max_ratio // 100  # changeable at run time
-        return store.get_max_phy_offset() - unit[0] > limit
+        return store.get_max_phy_offset() - unit[0] > self.mem_limit
 
     def update_offset(self, conn: Any, cmd: RemotingCommand) -> RemotingCommand:
         h = H.UpdateConsumerOffsetRequestHeader.from_ext(cmd.ext_fields)
