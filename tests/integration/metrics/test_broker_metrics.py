@@ -102,7 +102,7 @@ def test_a_known_sequence_of_sends_pulls_and_acks(broker_factory, client, run):
         assert s.value("rocketmq_rpc_latency_milliseconds_bucket", le="1000.0", **held_labels) == 1
         assert s.value(count, request_code="update_consumer_offset", response_code="success") == 1
         assert s.value(count, request_code="heart_beat", response_code="success") == 2
-        assert s.value("rocketmq_producer_connections", language="java", version="v4_9_4") == 1
+        assert s.value("rocketmq_producer_connections", language="java", version="v4_9_7") == 1
         assert s.value("rocketmq_consumer_connections", consumer_group="CG", language="java") == 1
         assert s.value("rocketmq_topic_number", **common) == len(b.topic_config.all())
         assert s.value("rocketmq_consumer_group_number", **common) == len(b.subscription_groups.all())
