@@ -45,6 +45,7 @@ from mq.store.status import PutMessageResult, PutMessageStatus
 
 if TYPE_CHECKING:
     from mq.daemon.proxy.server import GrpcEndpoint
+    from mq.config import StoreConfig
 
 log = logging.getLogger(__name__)
 
@@ -142,7 +143,7 @@ class ProducerService:
                 res.status = st
         code = _PUT_CODES.get(res.status)
         if code is None:
-            raise _put_error(res, c.store_config.max_message_size)
+            raise _put_error(res, c.store.config)
         c.stats.on_topic_put(res.topic or topic, res.msg_num, res.wrote_bytes)
         if code != Code.OK:
             return pb.SendResultEntry(status=status(code, f"send message failed, sendStatus={res.status.name}"))
@@ -206,10 +207,10 @@ class ProducerService:
         return pb.RecallMessageResponse(status=OK_STATUS, message_id=msg_id)
 
 
-def _put_error(res: PutMessageResult, max_size: int) -> ProxyError:
+def _put_error(res: PutMessageResult, store_config: "StoreConfig") -> ProxyError:
     from mq.daemon.broker.processors.send import put_status_response
 
-    resp = put_status_response(RemotingCommand(RequestCode.SEND_MESSAGE_V2), res, max_size)
+    resp = put_status_response(RemotingCommand(RequestCode.SEND_MESSAGE_V2), res, store_config)
     if res.status in (_S.MESSAGE_ILLEGAL, _S.PROPERTIES_SIZE_EXCEEDED):
         return ProxyError(Code.MESSAGE_BODY_TOO_LARGE if res.status is _S.MESSAGE_ILLEGAL
                           else Code.MESSAGE_PROPERTIES_TOO_LARGE, resp.remark if resp else res.status.name)

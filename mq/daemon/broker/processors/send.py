@@ -180,6 +180,11 @@ class SendProcessor:
         #: topic names that passed validate_topic and are not forbidden system topics
         self._sendable: set[str] = set()
 
+    @property
+    def replica_timeout(self) -> float:
+        """SYNC_MASTER: seconds a send waits for a slave's ack (slaveTimeout, changeable at run time)."""
+        return max(0.001, self.c.store_config.slave_timeout / 1000.0)
+
     def register(self, server: Any) -> None:
         for code in (RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE):
             server.register(code, self.handle, group=SEND_GROUP, inline=self.handle_inline)
@@ -266,8 +271,7 @@ class SendProcessor:
         if res.__class__ is not PutMessageResult:
             res = await asyncio.wrap_future(res)
         if res.status is _S.PUT_OK or res.status is _S.FLUSH_DISK_TIMEOUT:
-            timeout = max(0.001, self.c.store_config.slave_timeout / 1000.0)  # changeable at run time
-            st = await self.c.ha.wait_replicated(res.wrote_offset + res.wrote_bytes, timeout)
+            st = await self.c.ha.wait_replicated(res.wrote_offset + res.wrote_bytes, self.replica_timeout)
             if st is not _S.PUT_OK:
                 res.status = st
         return self._response(cmd, res, queue_id)
@@ -390,7 +394,7 @@ class SendProcessor:
         max_size = self.c.store.config.max_message_size
         if len(body) > max_size:  # RocketMQ checks the whole batch body against maxMessageSize (checkMessages)
             return put_status_response(cmd, PutMessageResult(_S.MESSAGE_ILLEGAL, remark=f"the batch body of "
-                                       f"{len(body)} bytes is over maxMessageSize"), max_size)
+                                       f"{len(body)} bytes is over maxMessageSize"), self.c.store.config)
         try:
             entries = list(iter_batch(body))
         except RemoteProtocolError as exc:
