@@ -189,6 +189,12 @@ class NamesrvConfig(RemotingServerConfig):
     order_message_enable: bool = False
     #: File of the KV config; empty: ``$MQ_HOME/namesrv/kvConfig.json``.
     kv_config_path: str = ""
+    #: Most keys the KV config holds (mq's bound; RocketMQ has none); a PUT_KV_CONFIG of a new key past it is refused.
+    kv_config_max_entries: int = 100_000
+    #: Most bytes of namespaces, keys and values (UTF-8) the KV config holds (mq's bound; RocketMQ has none); a
+    #: PUT_KV_CONFIG past it is refused. It also bounds the time one kvConfig.json write or one
+    #: GET_KVLIST_BY_NAMESPACE answer takes (about 20 ms for 16 MiB).
+    kv_config_max_bytes: int = 16 * 1024 * 1024
     #: The config file the name server was started with (``mq namesrv start --config``), shown by
     #: getNamesrvConfig; empty without one.
     config_store_path: str = ""

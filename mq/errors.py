@@ -91,6 +91,10 @@ class TopicAttributeError(MQError):
     """A RocketMQ 5 topic attribute change that is malformed or not allowed; the message names the key and rule."""
 
 
+class KVConfigFullError(MQError):
+    """A name server's KV config would pass kvConfigMaxEntries or kvConfigMaxBytes."""
+
+
 class InvalidTopicError(MQError):
     """A topic name breaks RocketMQ's rules; the message names the rule."""
 

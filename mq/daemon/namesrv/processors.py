@@ -29,7 +29,7 @@ from mq.common.fastjson import loads as fastjson_loads
 from mq.config import NamesrvConfig
 from mq.daemon.namesrv.kv_config import KVConfig
 from mq.daemon.namesrv.route_table import ORDER_TOPIC_CONFIG_NAMESPACE, RouteTable
-from mq.errors import RemoteProtocolError
+from mq.errors import KVConfigFullError, RemoteProtocolError
 from mq.protocol import headers as h
 from mq.protocol.bodies import (DataVersion, KVTable, RegisterBrokerBody, TopicConfigSerializeWrapper, TopicList,
                                 standard_json_for)
@@ -222,7 +222,10 @@ class NamesrvProcessors:
     # ---------------------------------------------------------------------------------------------
     async def put_kv(self, conn: object, cmd: RemotingCommand) -> RemotingCommand:
         hdr = h.PutKVConfigRequestHeader.from_ext(cmd.ext_fields)
-        self.kv.put(hdr.namespace, hdr.key, hdr.value)
+        try:
+            self.kv.put(hdr.namespace, hdr.key, hdr.value)
+        except KVConfigFullError as exc:
+            return cmd.response(ResponseCode.SYSTEM_ERROR, str(exc))
         self._kv_version += 1
         await self._persist_kv()
         return cmd.response(ResponseCode.SUCCESS)

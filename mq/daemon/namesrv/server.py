@@ -25,7 +25,8 @@ class NamesrvServer:
             config = dataclasses.replace(config, kv_config_path=str(mq_home() / "namesrv" / "kvConfig.json"))
         self.config = config
         self.table = RouteTable()
-        self.kv = KVConfig(Path(config.kv_config_path))
+        self.kv = KVConfig(Path(config.kv_config_path), max_entries=config.kv_config_max_entries,
+                           max_bytes=config.kv_config_max_bytes)
         self.server = RemotingServer(config.host, config.listen_port, limits=config.frame_limits, name="namesrv",
                                      connection_limits=config.connection_limits)
         self.processors = NamesrvProcessors(config, self.table, self.kv, server=self.server)

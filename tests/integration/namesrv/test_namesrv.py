@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import time
 
@@ -10,6 +11,8 @@ import orjson
 import pytest
 
 from mq.client.admin import MQAdmin
+from mq.config import NamesrvConfig
+from mq.daemon.namesrv.server import NamesrvServer
 from mq.errors import TopicNotExistError
 from mq.protocol import headers as h
 from mq.protocol.bodies import ClusterInfo, DataVersion, TopicList, TopicRouteData
@@ -173,6 +176,31 @@ async def test_kv_config_round_trip_and_persistence(namesrv, client, tmp_path):
     async with MQAdmin([namesrv.address], client=client) as admin:
         await admin.delete_kv("ORDER_TOPIC_CONFIG", "OrderT")
         assert await admin.get_kv("ORDER_TOPIC_CONFIG", "OrderT") is None
+
+
+async def test_the_kv_config_is_bounded(tmp_path, client):
+    """Any client may PUT_KV_CONFIG: without a bound it could grow the name server's memory, its kvConfig.json and
+    the time each write and GET_KVLIST_BY_NAMESPACE takes on the event loop without limit."""
+    cfg = dataclasses.replace(NamesrvConfig(), host="127.0.0.1", listen_port=0, kv_config_max_entries=3,
+                              kv_config_max_bytes=4096, kv_config_path=str(tmp_path / "kvConfig.json"))
+    server = NamesrvServer(cfg)
+    await server.start()
+
+    def put(key: str, value: str) -> RemotingCommand:
+        return RemotingCommand.request(RequestCode.PUT_KV_CONFIG, h.PutKVConfigRequestHeader(
+            namespace="NS", key=key, value=value).to_ext())
+    try:
+        for key in ("a", "b", "c"):
+            assert (await client.invoke(server.address, put(key, "v"))).code == ResponseCode.SUCCESS
+        refused = await client.invoke(server.address, put("d", "v"))
+        assert refused.code == ResponseCode.SYSTEM_ERROR and "kvConfigMaxEntries" in refused.remark
+        refused = await client.invoke(server.address, put("a", "x" * 5000))
+        assert refused.code == ResponseCode.SYSTEM_ERROR and "kvConfigMaxBytes" in refused.remark
+        assert (await client.invoke(server.address, put("a", "w"))).code == ResponseCode.SUCCESS
+        saved = orjson.loads((tmp_path / "kvConfig.json").read_bytes())
+        assert saved == {"configTable": {"NS": {"a": "w", "b": "v", "c": "v"}}}
+    finally:
+        await server.stop()
 
 
 async def test_write_perm_wipe_and_add(namesrv, client):
