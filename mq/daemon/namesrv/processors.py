@@ -28,7 +28,7 @@ from typing import Any, Callable
 from mq.common.fastjson import loads as fastjson_loads
 from mq.config import NamesrvConfig
 from mq.daemon.namesrv.kv_config import KVConfig
-from mq.daemon.namesrv.route_table import ORDER_TOPIC_CONFIG_NAMESPACE, RouteTable
+from mq.daemon.namesrv.route_table import ORDER_TOPIC_CONFIG_NAMESPACE, RouteTable, queue_datas_of
 from mq.errors import KVConfigFullError, RemoteProtocolError
 from mq.protocol import headers as h
 from mq.protocol.bodies import (DataVersion, KVTable, RegisterBrokerBody, TopicConfigSerializeWrapper, TopicList,
@@ -129,10 +129,10 @@ class NamesrvProcessors:
     async def register_broker_heavy(self, conn: object, cmd: RemotingCommand) -> RemotingCommand:
         with gc_pause:
             known = self._known_version(cmd)
-            decoded = await self.server.offload(_decode_registration, cmd, known)
+            decoded = await self.server.offload(_decode_registration, cmd, known, True)
             if not isinstance(decoded, RemotingCommand) and decoded[3] and self._known_version(cmd) != known:
                 # the table changed while the body was read: read the topics after all
-                decoded = await self.server.offload(_decode_registration, cmd, None)
+                decoded = await self.server.offload(_decode_registration, cmd, None, True)
             return self._registered(conn, cmd, decoded)
 
     def _registered(self, conn: object, cmd: RemotingCommand, decoded: Any) -> RemotingCommand:
@@ -144,11 +144,11 @@ class NamesrvProcessors:
             else:
                 log.warning("register broker from %s refused: %s", peer, decoded.remark)
             return decoded
-        hdr, wrapper, filters, _skipped = decoded
+        hdr, wrapper, filters, _skipped, queue_datas = decoded
         result = self.table.register_broker(
             cluster=hdr.cluster_name, broker_addr=hdr.broker_addr, broker_name=hdr.broker_name,
             broker_id=hdr.broker_id, ha_server_addr=hdr.ha_server_addr, wrapper=wrapper, filter_servers=filters,
-            channel=conn, now_ms=self.clock(), grpc_port=hdr.grpc_server_port)
+            channel=conn, now_ms=self.clock(), grpc_port=hdr.grpc_server_port, queue_datas=queue_datas)
         resp_hdr = h.RegisterBrokerResponseHeader(ha_server_addr=result.ha_server_addr or None,
                                                   master_addr=result.master_addr or None)
         order = self.kv.namespace(ORDER_TOPIC_CONFIG_NAMESPACE)
@@ -319,24 +319,30 @@ class NamesrvProcessors:
         return cmd.response(ResponseCode.SUCCESS)
 
 
-def _decode_registration(cmd: RemotingCommand, known: DataVersion | None) -> Any:
+def _decode_registration(cmd: RemotingCommand, known: DataVersion | None, build: bool = False) -> Any:
     """Header, CRC check and body of a REGISTER_BROKER (pure: run in the worker thread for a large body):
-    ``(header, TopicConfigSerializeWrapper | None, filter servers, topics skipped)``, or the refusal to send.
-    With ``known`` and an unchanged data version the wrapper holds no topics."""
+    ``(header, TopicConfigSerializeWrapper | None, filter servers, topics skipped, queue datas | None)``, or the
+    refusal to send. With ``known`` and an unchanged data version the wrapper holds no topics. With ``build``, a
+    master's topics are also turned into the route table's QueueData here (``route_table.queue_datas_of``), so
+    the event loop only files them."""
     hdr = h.RegisterBrokerRequestHeader.from_ext(cmd.ext_fields)
     body = bytes(cmd.body or b"")
     if hdr.body_crc32 and (zlib.crc32(body) & 0x7FFFFFFF) != hdr.body_crc32:
         return cmd.response(ResponseCode.SYSTEM_ERROR, "crc32 not match")
     if not body:
-        return hdr, None, [], False
+        return hdr, None, [], False, None
     if cmd.version < 37:
-        return hdr, TopicConfigSerializeWrapper.from_json(body), [], False
-    if known is not None and not hdr.compressed:
-        raw = fastjson_loads(body)
-        wrapped = raw.get("topicConfigSerializeWrapper") if isinstance(raw, dict) else None
-        dv = wrapped.get("dataVersion") if isinstance(wrapped, dict) else None
-        if isinstance(dv, dict) and DataVersion.from_json_value(dv) == known:
-            filters = raw.get("filterServerList") or []
-            return hdr, TopicConfigSerializeWrapper(data_version=known), [str(f) for f in filters], True
-    reg = RegisterBrokerBody.decode(body, compressed=bool(hdr.compressed))
-    return hdr, reg.topic_config_serialize_wrapper, list(reg.filter_server_list or []), False
+        wrapper, filters = TopicConfigSerializeWrapper.from_json(body), []
+    else:
+        if known is not None and not hdr.compressed:
+            raw = fastjson_loads(body)
+            wrapped = raw.get("topicConfigSerializeWrapper") if isinstance(raw, dict) else None
+            dv = wrapped.get("dataVersion") if isinstance(wrapped, dict) else None
+            if isinstance(dv, dict) and DataVersion.from_json_value(dv) == known:
+                filters = raw.get("filterServerList") or []
+                return hdr, TopicConfigSerializeWrapper(data_version=known), [str(f) for f in filters], True, None
+        reg = RegisterBrokerBody.decode(body, compressed=bool(hdr.compressed))
+        wrapper, filters = reg.topic_config_serialize_wrapper, list(reg.filter_server_list or [])
+    queue_datas = queue_datas_of(hdr.broker_name, wrapper) if build and wrapper is not None and hdr.broker_id == 0 \
+        else None
+    return hdr, wrapper, filters, False, queue_datas

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Hashable
 
-from mq.protocol.bodies import (BrokerData, ClusterInfo, DataVersion, QueueData, TopicConfig,
+from mq.protocol.bodies import (BrokerData, ClusterInfo, DataVersion, QueueData,
                                 TopicConfigSerializeWrapper, TopicRouteData)
 
 MASTER_ID = 0
@@ -62,7 +62,10 @@ class RouteTable:
     def register_broker(self, *, cluster: str, broker_addr: str, broker_name: str, broker_id: int,
                         ha_server_addr: str, wrapper: TopicConfigSerializeWrapper | None,
                         filter_servers: list[str] | None, channel: Hashable | None, now_ms: int,
-                        grpc_port: int | None = None) -> RegisterResult:
+                        grpc_port: int | None = None, queue_datas: dict[str, QueueData] | None = None
+                        ) -> RegisterResult:
+        """``queue_datas``: ``queue_datas_of(broker_name, wrapper)`` when the caller built it already (the name
+        server does, in its worker thread for a large table)."""
         self.version += 1
         self.cluster_addr_table.setdefault(cluster, set()).add(broker_name)
 
@@ -83,8 +86,14 @@ class RouteTable:
         data_version = wrapper.data_version if wrapper is not None else DataVersion()
         if wrapper is not None and broker_id == MASTER_ID:
             if register_first or self.is_topic_config_changed(broker_addr, data_version):
-                for tc in wrapper.topic_config_table.values():
-                    self._create_or_update_queue_data(broker_name, tc)
+                table = self.topic_queue_table
+                for topic, qd in (queue_datas if queue_datas is not None
+                                  else queue_datas_of(broker_name, wrapper)).items():
+                    per_broker = table.get(topic)
+                    if per_broker is None:
+                        table[topic] = {broker_name: qd}
+                    else:
+                        per_broker[broker_name] = qd
 
         grpc_addr = f"{broker_addr.rpartition(':')[0]}:{grpc_port}" if grpc_port and 0 < grpc_port < 65536 else ""
         self.broker_live_table[broker_addr] = BrokerLiveInfo(now_ms, data_version, channel, ha_server_addr,
@@ -103,11 +112,6 @@ class RouteTable:
                     result.ha_server_addr = live.ha_server_addr
                     result.master_addr = master
         return result
-
-    def _create_or_update_queue_data(self, broker_name: str, tc: TopicConfig) -> None:
-        qd = QueueData(broker_name=broker_name, read_queue_nums=tc.read_queue_nums,
-                       write_queue_nums=tc.write_queue_nums, perm=tc.perm, topic_sys_flag=tc.topic_sys_flag)
-        self.topic_queue_table.setdefault(tc.topic_name, {})[broker_name] = qd
 
     def is_topic_config_changed(self, broker_addr: str, data_version: DataVersion) -> bool:
         live = self.broker_live_table.get(broker_addr)
@@ -280,3 +284,11 @@ class RouteTable:
             qd.perm = (PERM_READ | PERM_WRITE) if writable else (qd.perm & ~PERM_WRITE)
             count += 1
         return count
+
+
+def queue_datas_of(broker_name: str, wrapper: TopicConfigSerializeWrapper) -> dict[str, QueueData]:
+    """Topic -> the QueueData a master's registration puts in the route table (pure)."""
+    return {tc.topic_name: QueueData(broker_name=broker_name, read_queue_nums=tc.read_queue_nums,
+                                     write_queue_nums=tc.write_queue_nums, perm=tc.perm,
+                                     topic_sys_flag=tc.topic_sys_flag)
+            for tc in wrapper.topic_config_table.values()}
