@@ -1,7 +1,8 @@
 """Typed, frozen configuration objects, passed down explicitly (never global).
 
-Each daemon and the client get a dataclass with RocketMQ's defaults; YAML files use RocketMQ's key names
-(``listenPort``, ``namesrvAddr``, ...). ``load_yaml`` maps those names onto the dataclass fields and rejects
+Each daemon and the client get a dataclass with RocketMQ's defaults (the store's in ``mq.config_store``, the
+client library's and the web console's in ``mq.config_client``, all importable from here); YAML files use
+RocketMQ's key names (``listenPort``, ``namesrvAddr``, ...). ``load_yaml`` maps those names onto the dataclass fields and rejects
 unknown keys with a ``ConfigError`` that names the key and the accepted ones.
 """
 
@@ -10,11 +11,18 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from mq.config_client import ClientConfig, ConsumerConfig, DashboardConfig, OrderlyConfig, ProducerConfig
+from mq.config_store import StoreConfig
 from mq.errors import ConfigError
+
+__all__ = ["BROKER_IGNORED_KEYS", "DEFAULT_BROKER_PORT", "DEFAULT_NAMESRV_PORT", "BrokerConfig", "ClientConfig",
+           "ConnectionLimits", "ConsumerConfig", "DashboardConfig", "FrameLimits", "NamesrvConfig", "OrderlyConfig",
+           "ProcessorLimits", "ProducerConfig", "RemotingServerConfig", "StoreConfig", "broker_configs_from_mapping",
+           "from_mapping", "load_yaml"]
 
 T = TypeVar("T")
 
@@ -299,276 +307,6 @@ def load_yaml(path: str | os.PathLike[str]) -> dict[str, Any]:
 
 
 @dataclass(frozen=True, slots=True)
-class StoreConfig:
-    """Message store settings: RocketMQ ``MessageStoreConfig`` names in snake_case, 4.9 defaults (STORE.md §15).
-
-    Sizes are bytes, intervals milliseconds, ``file_reserved_time`` hours, ratios percent unless named ``*_ratio``
-    as a fraction (the two RocketMQ system properties)."""
-
-    #: Store root: commitlog/, consumequeue/, index/, config/ and the checkpoint (``mq broker`` defaults it to
-    #: ``$MQ_HOME/store``; ``--store`` overrides it).
-    store_path_root_dir: str = str(Path.home() / "store")
-    #: Directory of the commit log; empty: ``<storePathRootDir>/commitlog``.
-    store_path_commit_log: str = ""
-    #: Size of one commit-log segment, bytes. A store must be opened with the size it was written with.
-    mapped_file_size_commit_log: int = 1024 * 1024 * 1024
-    #: Size of one consume-queue segment, bytes: 300,000 units of 20 bytes (rounded up to a multiple of 20). A store
-    #: must be opened with the size it was written with.
-    mapped_file_size_consume_queue: int = 300_000 * 20
-    #: ASYNC_FLUSH: answer once the page cache holds the message; SYNC_FLUSH: after fdatasync (group commit).
-    flush_disk_type: str = "ASYNC_FLUSH"  # or SYNC_FLUSH
-    #: ASYNC_FLUSH: period of the commit log's flush thread, ms.
-    flush_interval_commit_log: int = 500
-    #: ASYNC_FLUSH: a periodic flush writes back only when at least this many 4 KiB pages are dirty.
-    flush_commit_log_least_pages: int = 4
-    #: ASYNC_FLUSH: the flush writes back everything at least this often, however few pages are dirty, ms.
-    flush_commit_log_thorough_interval: int = 10_000
-    #: Period of the consume-queue flush thread, ms.
-    flush_interval_consume_queue: int = 1000
-    #: A periodic consume-queue flush writes back only when at least this many 4 KiB pages are dirty.
-    flush_consume_queue_least_pages: int = 2
-    #: Consume queues are flushed whole at least this often, ms.
-    flush_consume_queue_thorough_interval: int = 60_000
-    #: SYNC_FLUSH: a send not flushed within this many ms is answered FLUSH_DISK_TIMEOUT.
-    sync_flush_timeout: int = 5000
-    #: SYNC_MASTER: a send no slave has acknowledged within this many ms is answered FLUSH_SLAVE_TIMEOUT.
-    slave_timeout: int = 3000
-    #: Largest message body accepted, bytes.
-    max_message_size: int = 4 * 1024 * 1024
-    #: Crash recovery checks every record's body CRC.
-    check_crc_on_recover: bool = True
-    #: Hours (``04``, or several as ``04;16``) at which expired commit-log segments are deleted.
-    delete_when: str = "04"
-    #: Disk use, percent, above which expired segments are deleted at any hour.
-    disk_max_used_space_ratio: int = 75
-    #: Commit-log segments are kept at least this many hours (retention).
-    file_reserved_time: int = 72
-    #: Period of the retention and disk-space check, ms.
-    clean_resource_interval: int = 10_000
-    #: Accepted from RocketMQ's broker.conf; not used (segments are deleted at most 10 per pass).
-    delete_commit_log_files_interval: int = 100
-    #: Accepted from RocketMQ's broker.conf; not used.
-    delete_consume_queue_files_interval: int = 100
-    #: Accepted from RocketMQ's broker.conf; not used.
-    destroy_maped_file_interval_forcibly: int = 120_000
-    #: Above diskSpaceCleanForciblyRatio, delete segments that have not expired yet, oldest first.
-    clean_file_forcibly_enable: bool = True
-    #: Disk use (a fraction) above which segments are deleted before they expire
-    #: (rocketmq.broker.diskSpaceCleanForciblyRatio).
-    disk_space_clean_forcibly_ratio: float = 0.85
-    #: rocketmq.broker.diskSpaceWarningLevelRatio: above it, writes are refused.
-    disk_space_warning_level_ratio: float = 0.90
-    #: Bytes one pull returns at most while its messages lie within accessMessageInMemoryMaxRatio of RAM of the
-    #: log's end.
-    max_transfer_bytes_on_message_in_memory: int = 262_144
-    #: Messages one pull returns at most while they lie within accessMessageInMemoryMaxRatio of RAM of the log's end.
-    max_transfer_count_on_message_in_memory: int = 32
-    #: Bytes one pull returns at most once its messages lie further behind the log's end.
-    max_transfer_bytes_on_message_in_disk: int = 65_536
-    #: Messages one pull returns at most once they lie further behind the log's end.
-    max_transfer_count_on_message_in_disk: int = 8
-    #: Percent of RAM: messages further behind the log's end count as on disk (smaller pulls; with slaveReadEnable
-    #: the consumer is pointed at a slave); a slave uses this minus 10.
-    access_message_in_memory_max_ratio: int = 40
-    #: Build the key index (index/ files) for queries by key and by unique key.
-    message_index_enable: bool = True
-    #: Crash recovery starts no later than the index checkpoint, so index entries lost in the crash are rebuilt.
-    message_index_safe: bool = False
-    #: Hash slots per index file; with maxIndexNum it fixes an index file's size (420 MB by default).
-    max_hash_slot_num: int = 5_000_000
-    #: Entries per index file.
-    max_index_num: int = 20_000_000
-    #: Most messages one query by key returns.
-    max_msgs_num_batch: int = 64
-    #: Most messages a query by unique key (message id) returns.
-    default_query_max_num: int = 32
-    #: ASYNC_MASTER, SYNC_MASTER (a send is answered once a slave holds it) or SLAVE.
-    broker_role: str = "ASYNC_MASTER"
-    #: a slave also corrects moved pull offsets (and stores an OffsetMovedEvent) instead of retrying
-    offset_check_in_slave: bool = False
-    #: Delay of each level 1, 2, ... (suffixes s, m, h, d); retries use levels 3 and up.
-    message_delay_level: str = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
-    #: While a put has held the put lock longer than this, ms, puts are refused OS_PAGECACHE_BUSY and (with
-    #: brokerFastFailureEnable) sends SYSTEM_BUSY.
-    os_page_cache_busy_timeout_mills: int = 1000
-    #: Accepted from RocketMQ's broker.conf; not used.
-    duplication_enable: bool = False
-    #: Warm whole commit-log segments ahead of the writer (overrides warmAheadBytes).
-    warm_maped_file_enable: bool = False
-    #: Bring the commit log's pages into the page cache this many bytes ahead of the writer, in a background
-    #: thread, so puts take no allocating page faults (``mq.store.warm``: MADV_POPULATE_READ where Linux has it,
-    #: else zero-fill). -1 lets the flush mode choose: 16 MiB under ASYNC_FLUSH where the kernel can populate, off
-    #: under SYNC_FLUSH (the thread would take the second core from the group commit); 0 is off.
-    warm_ahead_bytes: int = -1
-    #: Accepted from RocketMQ's broker.conf; not used (SYNC_FLUSH always stages records in a write buffer).
-    transient_store_pool_enable: bool = False
-    #: A store error that repeats (a put refused on a full disk, a record whose topic cannot become a consume
-    #: queue, a record recovery sets aside) is logged at most once per this many milliseconds per kind, with a
-    #: count of the ones held back in between.
-    store_error_log_interval_ms: int = 10_000
-    # -- HA: master/slave replication (STORE.md §13; mq.daemon.broker.ha) ---------------------------------------
-    #: haListenPort: -1 = listenPort + 1 (what BrokerStartup sets), 0 = an ephemeral port (tests)
-    ha_listen_port: int = -1
-    #: haMasterAddress ``host:port`` of the master's HA port; empty: learnt from the name server's answer
-    ha_master_address: str = ""
-    #: A slave reports its offset to the master at least this often, ms.
-    ha_send_heartbeat_interval: int = 5000
-    #: An HA connection silent this long, ms, is closed.
-    ha_housekeeping_interval: int = 20_000
-    #: Largest chunk of commit log the master sends a slave at once, bytes.
-    ha_transfer_batch_size: int = 32 * 1024
-    #: SYNC_MASTER: a slave further behind than this many bytes is "not available"
-    ha_slave_fallbehind_max: int = 256 * 1024 * 1024
-    #: slaveReadEnable: masters may suggest pulling from a slave, slaves serve pulls
-    slave_read_enable: bool = False
-    #: SlaveSynchronize period (RocketMQ: 10 s, first run after 3 s); tests shorten it
-    slave_sync_interval: int = 10_000
-
-    @property
-    def sync_flush(self) -> bool:
-        return self.flush_disk_type.upper() == "SYNC_FLUSH"
-
-    def commit_log_dir(self) -> Path:
-        if self.store_path_commit_log:
-            return Path(self.store_path_commit_log.split(",")[0])
-        return Path(self.store_path_root_dir) / "commitlog"
-
-    def consume_queue_unit_file_size(self) -> int:
-        """``mapped_file_size_consume_queue`` rounded up to whole 20-byte units."""
-        return -(-self.mapped_file_size_consume_queue // 20) * 20
-
-    def delay_level_millis(self) -> list[int]:
-        """Level 1.. -> delay in ms, parsed from ``message_delay_level`` (s, m, h, d suffixes)."""
-        unit = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
-        out = []
-        for tok in self.message_delay_level.split():
-            try:
-                out.append(int(tok[:-1]) * unit[tok[-1]])
-            except (KeyError, ValueError):
-                raise ConfigError(f"messageDelayLevel: bad level {tok!r}") from None
-        return out
-
-
-@dataclass(frozen=True, slots=True)
-class ClientConfig:
-    """What every client (producer, consumer) of one ``MQClientInstance`` shares: RocketMQ ``ClientConfig``.
-
-    Intervals are seconds (RocketMQ's are ms: ``pollNameServerInterval`` 30000 -> 30.0)."""
-
-    #: Name servers, ``;``-separated.
-    namesrv_addr: str = "127.0.0.1:9876"
-    #: Empty: the first non-loopback IPv4 address of this host (RocketMQ ``RemotingUtil.getLocalAddress``).
-    client_ip: str = ""
-    #: "DEFAULT" becomes the PID, as in Java; give each client in one process its own name to get its own id.
-    instance_name: str = "DEFAULT"
-    #: Appended to the client id (``ip@instance@unit``) when set.
-    unit_name: str = ""
-    #: Routes of the topics in use are refreshed this often, seconds.
-    poll_name_server_interval: float = 30.0
-    #: A heartbeat with every group goes to every known broker this often, seconds.
-    heartbeat_broker_interval: float = 30.0
-    #: Consumer offsets are committed this often, seconds.
-    persist_consumer_offset_interval: float = 5.0
-    #: rocketmq.client.rebalance.waitInterval
-    rebalance_interval: float = 20.0
-    #: Delay before retrying a pull or a send-back after an exception (pullTimeDelayMillsWhenException).
-    pull_time_delay_when_exception: float = 1.0
-    #: Timeout of a TCP connection to a broker or name server, seconds.
-    connect_timeout: float = 3.0
-    #: Timeout of admin-style calls to brokers and name servers (offset queries, heartbeats, route lookups).
-    call_timeout: float = 3.0
-    #: BROADCASTING offsets: <dir>/<clientId>/<group>/offsets.json (rocketmq.client.localOffsetStoreDir).
-    local_offset_store_dir: str = str(Path.home() / ".rocketmq_offsets")
-    #: Largest body, in bytes, a consumer inflates from a compressed message; a body that would inflate past
-    #: it is skipped with a WARNING, as a zlib bomb (4 MiB of zlib can inflate to 4 GiB). Producers check
-    #: maxMessageSize (4 MiB by default) before they compress, so real bodies stay far below.
-    max_inflated_body_size: int = 64 * 1024 * 1024
-    #: ACL: with an access key every request is signed (RocketMQ's AclClientRPCHook)
-    access_key: str = ""
-    #: ACL: the secret key that signs requests with ``access_key``.
-    secret_key: str = field(default="", repr=False)
-    #: ACL: a session token sent with signed requests (optional).
-    security_token: str = field(default="", repr=False)
-
-    @property
-    def namesrv_addrs(self) -> list[str]:
-        return [a.strip() for a in self.namesrv_addr.split(";") if a.strip()]
-
-
-@dataclass(frozen=True, slots=True)
-class ProducerConfig:
-    """``DefaultMQProducer`` settings (FEATURES.md §6.1); timeouts in seconds."""
-
-    #: Producer group name.
-    group: str = "DEFAULT_PRODUCER"
-    #: Timeout of one send, retries included, seconds.
-    send_msg_timeout: float = 3.0
-    #: Extra attempts of a failed synchronous send (on another broker where there is one).
-    retry_times_when_send_failed: int = 2
-    #: Extra attempts of a failed asynchronous send.
-    retry_times_when_send_async_failed: int = 2
-    #: Also retry a send answered with a non-OK store status (flush or slave timeout).
-    retry_another_broker_when_not_store_ok: bool = False
-    #: Bodies of at least this many bytes are zlib-compressed (not batches).
-    compress_msg_body_over_howmuch: int = 4096
-    #: zlib level of that compression.
-    compress_level: int = 5
-    #: Largest body accepted by ``send``, bytes.
-    max_message_size: int = 4 * 1024 * 1024
-    #: Queues asked for when a send creates a topic through ``create_topic_key``.
-    default_topic_queue_nums: int = 4
-    #: Template topic whose route serves a topic that does not exist yet (auto-creation).
-    create_topic_key: str = "TBW102"
-    #: Avoid brokers that answered slowly or failed recently (latency fault tolerance).
-    send_latency_fault_enable: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class ConsumerConfig:
-    """``DefaultMQPushConsumer`` settings (FEATURES.md §5.6); times in seconds.
-
-    ``message_model``: "CLUSTERING" or "BROADCASTING"; ``consume_from_where``: "LAST", "FIRST" or "TIMESTAMP"
-    (``consume_timestamp`` as RocketMQ's yyyyMMddHHmmss, empty = 30 minutes ago)."""
-
-    #: Consumer group name.
-    group: str = "DEFAULT_CONSUMER"
-    #: CLUSTERING (each message to one member of the group) or BROADCASTING (to every member).
-    message_model: str = "CLUSTERING"
-    #: Where a group with no committed offset starts: LAST, FIRST or TIMESTAMP.
-    consume_from_where: str = "LAST"
-    #: TIMESTAMP's start, ``yyyyMMddHHmmss``; empty: 30 minutes ago.
-    consume_timestamp: str = ""
-    #: Messages asked for per pull.
-    pull_batch_size: int = 32
-    #: A queue stops pulling while this many of its messages wait to be consumed.
-    pull_threshold_for_queue: int = 1000
-    #: A queue stops pulling while this many bytes of its messages wait to be consumed.
-    pull_threshold_size_for_queue: int = 100 * 1024 * 1024
-    #: A queue stops pulling while its waiting messages span more offsets than this.
-    consume_concurrently_max_span: int = 2000
-    #: Listener calls running at once.
-    consume_thread_max: int = 20
-    #: Messages handed to one listener call.
-    consume_message_batch_max_size: int = 1
-    #: Pause after each pull of a queue, seconds.
-    pull_interval: float = 0.0
-    #: Pause of a flow-controlled queue before it checks again, seconds.
-    flow_control_delay: float = 0.05
-    #: How long the broker may hold a pull that finds nothing, seconds.
-    broker_suspend_max_time: float = 15.0
-    #: Timeout of such a held pull on the client side, seconds.
-    consumer_timeout_when_suspend: float = 30.0
-    #: -1: 16 (the broker's retryMaxTimes).
-    max_reconsume_times: int = -1
-    #: Local re-consume delay when a send-back fails (Java: 5 s).
-    local_retry_delay: float = 5.0
-    #: Pulls carry the subscription expression, and the broker filters by it.
-    post_subscription_when_pull: bool = True
-    #: MessageListenerOrderly: queue-locked, one batch at a time per queue (timings in ``OrderlyConfig``).
-    consume_orderly: bool = False
-
-
-@dataclass(frozen=True, slots=True)
 class BrokerConfig(RemotingServerConfig):
     """Broker settings: RocketMQ ``BrokerConfig`` / ``NettyServerConfig`` names in snake_case, 4.9 defaults.
 
@@ -827,65 +565,3 @@ def broker_configs_from_mapping(data: dict[str, Any], *, source: str = "config",
     if base_store is not None:
         store = dataclasses.replace(base_store, **{k: getattr(store, k) for k in store_part})
     return broker, store
-
-
-@dataclass(frozen=True, slots=True)
-class OrderlyConfig:
-    """Orderly push consumption (``ConsumeMessageOrderlyService``, ``ProcessQueue``, ``RebalancePushImpl``),
-    RocketMQ 4.9 defaults in seconds; tests shorten them."""
-
-    #: suspendCurrentQueueTimeMillis: pause of a queue after SUSPEND_CURRENT_QUEUE_A_MOMENT (clamped 0.01..30).
-    suspend_current_queue_time: float = 1.0
-    #: REBALANCE_LOCK_INTERVAL: LOCK_BATCH_MQ of every owned queue this often (the first after 1 s).
-    lock_interval: float = 20.0
-    #: REBALANCE_LOCK_MAX_LIVE_TIME: a client-side lock not renewed for this long no longer allows consuming.
-    lock_max_live_time: float = 30.0
-    #: Wait before pulling again a queue that is not locked, or re-locking after a failed lock (3000 ms).
-    lock_retry_delay: float = 3.0
-    #: UNLOCK_DELAY_TIME_MILLS: a removed queue that still had cached messages is unlocked this much later.
-    unlock_delay: float = 20.0
-    #: How long a rebalance waits for a removed queue's in-flight batch before trying again next time (1000 ms).
-    consume_lock_wait: float = 1.0
-    #: MAX_TIME_CONSUME_CONTINUOUSLY: one queue yields to the others after consuming this long.
-    max_time_consume_continuously: float = 60.0
-
-
-@dataclass(frozen=True, slots=True)
-class DashboardConfig:
-    """The web console (``mq dashboard``): where it listens, the cluster it shows and who may use it."""
-
-    #: Address the console binds to (``--host`` overrides it). Any address but a loopback one requires a login:
-    #: the console refuses to start without ``usersFile``.
-    host: str = "127.0.0.1"
-    #: HTTP port of the console (``--port`` overrides it).
-    listen_port: int = 8080
-    #: Name servers of the cluster shown, ``;``-separated; empty: ``-n``, else ``$NAMESRV_ADDR``, else
-    #: 127.0.0.1:9876.
-    namesrv_addr: str = ""
-    #: ACL: the access key the console signs its requests with (a cluster with aclEnable); empty: unsigned.
-    access_key: str = ""
-    #: ACL: the secret key that goes with ``accessKey``.
-    secret_key: str = field(default="", repr=False)
-    #: YAML file of the accounts that may log in (``users: [{username, password, role}]``, passwords hashed with
-    #: ``mq dashboard hash-password``); empty: no login, allowed only on a loopback address.
-    users_file: str = ""
-    #: Ask for a login even on a loopback address (needs ``usersFile``).
-    login_required: bool = False
-    #: Secret that signs session cookies; empty: a random one at each start (everyone logs in again after a
-    #: restart).
-    session_secret: str = field(default="", repr=False)
-    #: A login lasts this long, seconds.
-    session_max_age: int = 8 * 3600
-    #: Session cookies only over HTTPS (set it when a TLS proxy is in front of the console).
-    secure_cookies: bool = False
-    #: Folder where ``mq trace analyze --html`` reports are written; the newest ``*.html`` in it is shown.
-    #: Empty: no report page.
-    trace_report_dir: str = ""
-    #: Trace topic that message traces are read from.
-    trace_topic: str = "RMQ_SYS_TRACE_TOPIC"
-    #: Live figures (lag, TPS, cluster state) refresh this often, seconds.
-    refresh_interval: float = 5.0
-    #: Timeout of each call the console makes to a name server or broker, seconds.
-    admin_timeout: float = 5.0
-    #: Most messages a query by time range or by key shows (newest first).
-    max_query_messages: int = 500

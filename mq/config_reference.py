@@ -1,9 +1,10 @@
 """The configuration reference of docs/operations.md, generated from the config dataclasses.
 
 Every key of the name server's, the broker's and the web console's config files (``NamesrvConfig``,
-``BrokerConfig``, ``StoreConfig``, ``DashboardConfig`` and the dataclasses nested in them) with its default and the ``#:`` comment written above its field in
-mq/config.py. tests/unit/test_config_reference.py fails when a field has no comment or the document is out of
-date; regenerate it with::
+``BrokerConfig``, ``StoreConfig``, ``DashboardConfig`` and the dataclasses nested in them) with its default and
+the ``#:`` comment written above its field in mq/config.py, mq/config_store.py or mq/config_client.py.
+tests/unit/test_config_reference.py fails when a field has no comment or the document is out of date; regenerate
+it with::
 
     python -m mq.config_reference --write docs/operations.md   # rewrites the text between the markers
     python -m mq.config_reference                              # prints the generated text
@@ -210,7 +211,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     missing = missing_comments()
     if missing:
-        print("fields without a #: comment in mq/config.py: " + ", ".join(missing), file=sys.stderr)
+        print("fields without a #: comment in mq/config*.py: " + ", ".join(missing), file=sys.stderr)
     if args.write is None:
         print(render())
     else:
