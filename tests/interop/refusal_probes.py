@@ -170,6 +170,10 @@ KNOWN_DIFFERENCES = {
     "pull: no topic": "the same: RocketMQ answers a NullPointerException",
     "consume directly: client offline": "a message id that is not one: RocketMQ answers a BufferUnderflowException; "
                                         "mq says the id is not a hex message id",
+    "broker config: unknown key": "RocketMQ accepts any key, an unknown one too, and writes it to its config file; "
+                                  "mq refuses it and names it (a misspelled key would go unnoticed)",
+    "broker config: fixed key": "RocketMQ writes a key it reads only at start to its config file for the next start; "
+                                "mq refuses it and lists the keys it changes at run time",
     "namesrv: unsupported request code": "RocketMQ's name server never answers an unknown request code (the client "
                                          "times out); mq answers REQUEST_CODE_NOT_SUPPORTED as its broker does",
 }
