@@ -8,7 +8,8 @@ steps and prints one JSON document: every program's output and what the broker s
 
     {"broker": {BrokerConfig field: value}, "store": {StoreConfig field: value},
      "steps": [{"run": NAME, "main": CLASS, "args": [...], "timeout": s,
-                "until": [PATTERN, COUNT]},      # stop it once COUNT lines matched (else it must exit 0)
+                "until": [PATTERN, COUNT]},      # stop it once COUNT lines matched (else it must exit 0);
+                                                 # [PATTERN, COUNT, "distinct"]: COUNT different matches
                {"start": NAME, "main": CLASS, "ready": PATTERN},   # in the background
                {"wait": NAME, "until": [PATTERN, COUNT], "timeout": s},
                {"stored": TOPIC, "count": N, "timeout": s},          # wait until the broker holds N messages
@@ -60,15 +61,20 @@ class Program:
         with self._changed:
             self._changed.notify_all()
 
-    def wait_for(self, pattern: str, count: int, timeout: float) -> bool:
-        """True once ``count`` occurrences of ``pattern`` were printed (False after ``timeout`` s)."""
+    def wait_for(self, pattern: str, count: int, timeout: float, mode: str = "lines") -> bool:
+        """True once ``count`` occurrences of ``pattern`` were printed, or with ``mode`` "distinct" ``count``
+        different ones (a message a consumer printed twice counts once); False after ``timeout`` s."""
         regex = re.compile(pattern)
         deadline = time.monotonic() + timeout
+
+        def seen() -> int:
+            found = [m for line in self.lines for m in regex.findall(line)]
+            return len(set(found)) if mode == "distinct" else len(found)
         with self._changed:
-            while sum(len(regex.findall(line)) for line in self.lines) < count:
+            while seen() < count:
                 left = deadline - time.monotonic()
                 if left <= 0 or (self.proc.poll() is not None and not self._reading()):
-                    return sum(len(regex.findall(line)) for line in self.lines) >= count
+                    return seen() >= count
                 self._changed.wait(min(left, 0.5))
         return True
 

@@ -90,10 +90,10 @@ class Side:
         return asyncio.run(call())
 
     def normalise(self, text: str) -> str:
+        for path, name in self.paths.items():  # first: such a path may lie under the store
+            text = text.replace(path, name)
         text = text.replace(self.ns, "<ns>").replace(self.broker, "<broker>").replace(self.store, "<store>")
         text = text.replace(str(self.home), "<home>")
-        for path, name in self.paths.items():
-            text = text.replace(path, name)
         text = re.sub(r"\b[0-9A-F]{32,}\b", "<msgid>", text)
         text = re.sub(r"(?<![\d.])1[6-9]\d{11}\b", "<ts>", text)
         text = re.sub(r"(?<=Config)@[0-9a-f]+\b", "@<hash>", text)  # Object.toString's identity hash

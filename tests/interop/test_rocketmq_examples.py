@@ -144,8 +144,9 @@ def test_order_messages(examples):
     r = examples({
         "steps": [{"run": "orders", "main": EX + "ordermessage.Producer"},
                   {"run": "feed", "main": EX + "simple.Producer"},  # the consumer reads TopicTest (TagA)
-                  {"run": "orderly", "main": EX + "ordermessage.Consumer", "until": ["msgId=", 140],
-                   "timeout": 90}],
+                  # until it printed each of the 128 (a suspended batch is printed again: lines are not enough)
+                  {"run": "orderly", "main": EX + "ordermessage.Consumer",
+                   "until": [r"UNIQ_KEY=([0-9A-F]{32})", 128, "distinct"], "timeout": 90}],
         "topics": ["TopicTestjjj", "TopicTest"],
     })
     assert len(sent(r["outputs"]["orders"])) == 100

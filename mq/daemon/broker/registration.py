@@ -9,7 +9,8 @@ so a broker with thousands of topics does not send, nor make every name server p
 each new one. A deletion, and every periodic registration, sends the whole table.
 When the broker is not both readable and writable, every topic's perm is narrowed to ``brokerPermission``.
 A name server that cannot be reached is logged and retried on the next period; it never stops the broker.
-``INTERNAL_TOPICS`` (the timer's ``rmq_sys_wheel_timer``) are never registered: no client routes to them.
+Internal topics (``is_internal``: the timer's ``rmq_sys_wheel_timer``, pop's ``rmq_sys_REVIVE_LOG_<cluster>``) are
+never registered: no client routes to them, and RocketMQ 4.9.7 has neither.
 
 ``haServerAddr`` is ``brokerIP2 (or the advertised host):<HA port actually bound>``. A broker serving gRPC
 (``mq.daemon.proxy``) adds ``grpcServerPort`` to the header: mq's name servers put ``grpcAddrs`` in routes for
@@ -25,6 +26,7 @@ import logging
 import zlib
 from typing import TYPE_CHECKING, Sequence
 
+from mq.daemon.broker.pop.records import REVIVE_TOPIC_PREFIX
 from mq.daemon.broker.timer.service import TIMER_TOPIC
 from mq.daemon.runtime import cancel_tasks
 from mq.errors import MQError
@@ -40,9 +42,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-#: Topics only this broker uses, never routed: the timer's parking topic (RocketMQ 4.9.7 has none, so a client,
-#: mqadmin topicList or the dashboard must not see one)
-INTERNAL_TOPICS = frozenset({TIMER_TOPIC})
+def is_internal(topic: str) -> bool:
+    """A topic only this broker uses, never routed: the timer's parking topic and pop's revive log (RocketMQ 4.9.7
+    has neither, so a client, mqadmin topicList or statsAll, or the dashboard must not see them)."""
+    return topic == TIMER_TOPIC or topic.startswith(REVIVE_TOPIC_PREFIX)
 
 
 class Registrar:
@@ -67,13 +70,13 @@ class Registrar:
         c = self.c
         if topics is None:
             wrapper = c.topic_config.wrapper()
-            if not INTERNAL_TOPICS.isdisjoint(wrapper.topic_config_table):
+            if any(map(is_internal, wrapper.topic_config_table)):
                 wrapper = TopicConfigSerializeWrapper(
-                    topic_config_table={k: v for k, v in wrapper.topic_config_table.items()
-                                        if k not in INTERNAL_TOPICS}, data_version=wrapper.data_version)
+                    topic_config_table={k: v for k, v in wrapper.topic_config_table.items() if not is_internal(k)},
+                    data_version=wrapper.data_version)
         else:
             wrapper = TopicConfigSerializeWrapper(
-                topic_config_table={tc.topic_name: tc for tc in topics if tc.topic_name not in INTERNAL_TOPICS},
+                topic_config_table={tc.topic_name: tc for tc in topics if not is_internal(tc.topic_name)},
                 data_version=c.topic_config.data_version)
         perm = c.config.broker_permission
         if perm & 6 != 6:  # not both readable and writable: narrow every topic (PermName)

@@ -12,10 +12,10 @@ from mq.protocol.codes import RequestCode as R, ResponseCode as RC
 from .wire import props, req, send_cmd
 
 
-def test_the_timer_topic_is_not_routed_and_counts_as_a_system_topic(cluster, client, run):
-    """rmq_sys_wheel_timer parks timed messages inside this broker; RocketMQ 4.9.7 has no such topic, so mqadmin
-    topicList (the name server's list) must not show it, and exportMetadata (which drops what the broker calls
-    a system topic) must not either."""
+def test_the_timer_and_revive_topics_are_not_routed_and_count_as_system_topics(cluster, client, run):
+    """rmq_sys_wheel_timer parks timed messages inside this broker, rmq_sys_REVIVE_LOG_<cluster> holds pop's
+    state; RocketMQ 4.9.7 has neither topic, so mqadmin topicList and statsAll (the name server's list) must not
+    show them, and exportMetadata (which drops what the broker calls a system topic) must not either."""
     b, ns = cluster.broker, cluster.namesrv_addr
 
     async def main():
@@ -25,9 +25,12 @@ def test_the_timer_topic_is_not_routed_and_counts_as_a_system_topic(cluster, cli
         await b.register_all(force=True)
         await asyncio.sleep(0.1)
         listed = TopicList.from_json((await client.invoke(ns, req(R.GET_ALL_TOPIC_LIST_FROM_NAMESERVER))).body)
+        revive = f"rmq_sys_REVIVE_LOG_{b.config.broker_cluster_name}"
+        assert b.topic_config.get(revive) is not None
         assert "TimedT" in listed.topic_list and "rmq_sys_wheel_timer" not in listed.topic_list
+        assert revive not in listed.topic_list
         system = TopicList.from_json((await client.invoke(b.address, req(R.GET_SYSTEM_TOPIC_LIST_FROM_BROKER))).body)
-        assert "rmq_sys_wheel_timer" in system.topic_list and "TimedT" not in system.topic_list
+        assert {"rmq_sys_wheel_timer", revive} <= set(system.topic_list) and "TimedT" not in system.topic_list
 
     run(main())
 
