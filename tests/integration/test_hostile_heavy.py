@@ -97,9 +97,9 @@ def test_others_are_served_while_a_large_heartbeat_is_processed(broker, loop):
 
 def test_name_server_serves_others_while_a_large_registration_is_decoded(namesrv, loop):
     table = {f"RegTopic{i:07d}": TopicConfig(topic_name=f"RegTopic{i:07d}", read_queue_nums=8, write_queue_nums=8)
-             for i in range(60_000)}
+             for i in range(100_000)}  # the largest that fits a frame: its decoding must outlast 0.3 s
     body = RegisterBrokerBody(TopicConfigSerializeWrapper(table)).to_json()
-    assert len(body) > 8 * 1024 * 1024
+    assert 14 * 1024 * 1024 < len(body) < 16 * 1024 * 1024 - 4096
     hdr = H.RegisterBrokerRequestHeader("broker-hog", "127.0.0.1:1", "HogCluster", "127.0.0.1:2", 0).to_ext()
     big = frame(orjson.dumps({"code": RequestCode.REGISTER_BROKER, "language": "JAVA", "version": 401,
                               "opaque": 1, "flag": 0, "extFields": hdr}), body)
