@@ -61,7 +61,7 @@ class Program:
         with self._changed:
             self._changed.notify_all()
 
-    def wait_for(self, pattern: str, count: int, timeout: float, mode: str = "lines") -> bool:
+    def wait_for(self, pattern: str, count: int, mode: str = "lines", *, timeout: float) -> bool:
         """True once ``count`` occurrences of ``pattern`` were printed, or with ``mode`` "distinct" ``count``
         different ones (a message a consumer printed twice counts once); False after ``timeout`` s."""
         regex = re.compile(pattern)
@@ -156,7 +156,7 @@ def run(scenario: dict) -> dict:
             elif "run" in step:
                 p = programs[step["run"]] = Program(step["run"], step["main"], step.get("args", []), classpath)
                 if "until" in step:
-                    if not p.wait_for(*step["until"], step.get("timeout", 120)):
+                    if not p.wait_for(*step["until"], timeout=step.get("timeout", 120)):
                         timed_out.append(p.name)
                     p.stop()
                 elif not p.wait_exit(step.get("timeout", 120)):
@@ -164,10 +164,10 @@ def run(scenario: dict) -> dict:
                     p.stop()
             elif "start" in step:
                 p = programs[step["start"]] = Program(step["start"], step["main"], step.get("args", []), classpath)
-                if "ready" in step and not p.wait_for(step["ready"], 1, step.get("timeout", 60)):
+                if "ready" in step and not p.wait_for(step["ready"], 1, timeout=step.get("timeout", 60)):
                     timed_out.append(p.name)
             elif "wait" in step:
-                if not programs[step["wait"]].wait_for(*step["until"], step.get("timeout", 120)):
+                if not programs[step["wait"]].wait_for(*step["until"], timeout=step.get("timeout", 120)):
                     timed_out.append(step["wait"])
         time.sleep(scenario.get("settle", 0))
         for p in programs.values():
