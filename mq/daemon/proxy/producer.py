@@ -127,7 +127,7 @@ class ProducerService:
             born_timestamp=out.born_timestamp, flag=0, properties=encode_properties(out.properties))
         cmd = RemotingCommand(RequestCode.SEND_MESSAGE_V2, body=out.body)
         sp = c.send_processor
-        prepared = sp.prepare(session.channel, cmd, h, False)
+        prepared = sp.prepare(session.channel, cmd, h, False, out.properties)
         if prepared.__class__ is RemotingCommand:
             if "busy" in (prepared.remark or ""):
                 raise ProxyError(Code.TOO_MANY_REQUESTS, prepared.remark)
