@@ -97,11 +97,6 @@ def split_namespace(stored: str) -> tuple[str, str]:
     return (ns, name) if sep else ("", stored)
 
 
-def resource(stored: str) -> Any:
-    ns, name = split_namespace(stored)
-    return pb.Resource(resource_namespace=ns, name=name)
-
-
 def _timestamp_ms(ts: Any) -> int:
     return ts.seconds * 1000 + ts.nanos // 1_000_000
 
