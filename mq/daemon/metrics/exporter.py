@@ -1,8 +1,9 @@
-"""The HTTP endpoint Prometheus scrapes: prometheus_client's WSGI application, served from a thread.
+"""The HTTP endpoint Prometheus scrapes: a WSGI application over prometheus_client's encoders, served from a thread.
 
-``prometheus_client.make_wsgi_app`` does the exposition (the Prometheus text format, or OpenMetrics when the
-scraper asks for it, gzip when accepted, ``?name[]=`` filtering); the standard library's WSGI server runs it in
-its own thread, so the event loop never serves HTTP. Unlike ``prometheus_client.start_http_server`` (a thread per
+``render.make_app`` answers as ``prometheus_client.make_wsgi_app`` does (the Prometheus text format, or
+OpenMetrics when the scraper asks for it, ``?name[]=`` filtering), keeping the text of series that did not change
+since the previous scrape; the standard library's WSGI server runs it in its own thread, so the event loop never
+serves HTTP. Unlike ``prometheus_client.start_http_server`` (a thread per
 connection, without bound), the server here bounds what an untrusted peer can hold:
 
 - at most ``MAX_CONCURRENT`` requests are served at once; a connection beyond that is closed at once;
@@ -24,7 +25,9 @@ from socketserver import ThreadingMixIn
 from typing import Any, Iterable
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
-from prometheus_client import CollectorRegistry, make_wsgi_app
+from prometheus_client import CollectorRegistry
+
+from mq.daemon.metrics.render import make_app
 
 log = logging.getLogger(__name__)
 
@@ -99,7 +102,7 @@ class MetricsEndpoint:
     def start(self) -> None:
         """Bind (OSError when the address is taken) and serve in a thread."""
         cls = _server_class(self.host, self.requested_port)
-        app = make_wsgi_app(self.registry, disable_compression=True)
+        app = make_app(self.registry)
         self._server = make_server(self.host, self.requested_port, app, cls, handler_class=_QuietHandler)
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.2},
                                         name=f"metrics-http-{self.port}", daemon=True)

@@ -173,4 +173,4 @@ def collect_lag(rows: list[GroupLag], families: Families, is_system_topic: Calla
         inflight.add(values, r.inflight)
         queueing.add(values, max(0, now - r.ready_since) if r.ready_since else 0)
         ready.add(values, r.ready)
-    yield from (lag.family, lag_latency.family, inflight.family, queueing.family, ready.family)
+    yield from (lag, lag_latency, inflight, queueing, ready)
