@@ -15,6 +15,7 @@ again. Only the previous scrape is kept: a series that is gone is forgotten at t
 
 from __future__ import annotations
 
+from math import copysign
 from typing import Iterable, Sequence
 
 from prometheus_client.metrics_core import Metric
@@ -24,6 +25,11 @@ from mq.daemon.metrics import names as N
 
 #: one series: its label values (the key), what it was built from (the signature), its samples
 _Kept = dict[tuple[str, ...], tuple[object, tuple[Sample, ...]]]
+
+
+def _signature(value: float) -> object:
+    """What decides a value's text: equal values render alike, but for 0.0 and -0.0."""
+    return value if value else (value, copysign(1.0, value))
 
 
 class Family(Metric):
@@ -60,16 +66,17 @@ class Family(Metric):
     def add(self, values: Sequence[str] = (), value: float = 0.0) -> None:
         """One sample of a counter or a gauge."""
         key = tuple(values)
-        if self._reuse(key, value):
+        signature = _signature(value)
+        if self._reuse(key, signature):
             return
-        self._keep(key, value, (Sample(self._sample_name, self._labels(key), value),))
+        self._keep(key, signature, (Sample(self._sample_name, self._labels(key), value),))
 
     def add_histogram(self, values: Sequence[str], les: Sequence[str], counts: Sequence[float],
                       sum_value: float) -> None:
         """One histogram: ``counts[i]`` observations fell in bucket ``les[i]`` (not cumulative; the last ``le`` is
         ``+Inf``), adding up to ``sum_value``."""
         key = tuple(values)
-        signature = (tuple(counts), sum_value)
+        signature = (tuple(counts), _signature(sum_value))
         if self._reuse(key, signature):
             return
         labels = self._labels(key)

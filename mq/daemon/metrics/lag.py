@@ -16,7 +16,9 @@ write permission. Per queue ``0..writeQueueNums-1``::
 
 so lag = inflight + ready. The latencies are the oldest such message's age over the pair's queues, 0 when there
 is none. Only queues that owe messages are read for a store time (one consume-queue unit and one commit-log
-timestamp each), and a store time read by the previous pass for the same queue and offset is reused.
+timestamp each), and a store time read by the previous pass for the same queue and offset is reused. Each
+topic's queues and max offsets are read once per pass, however many groups consume it, and a pair whose queues,
+max offsets, committed and pulled offsets and popped counts are those of the previous pass keeps its row.
 
 Pop consumption will add messages popped and not yet acknowledged: ``pop_inflight``, when set, is asked per
 (group, topic, queue id) and its count is added to in-flight and lag, as RocketMQ's calculator adds its
@@ -70,6 +72,11 @@ class ConsumerLagCalculator:
         # a queue deleted and made again is another object. Kept for the entries the last pass used.
         self._times: dict[tuple[Any, int], int] = {}
         self._used: dict[tuple[Any, int], int] = {}
+        # (group, topic) -> (what the row was computed from, the row): a row is computed again only when its
+        # queues (objects and max offsets), committed or pulled offsets, or popped counts moved. Kept for the
+        # pairs of the last pass.
+        self._rows: dict[tuple[str, str], tuple[Any, GroupLag]] = {}
+        self._rows_used: dict[tuple[str, str], tuple[Any, GroupLag]] = {}
 
     def pairs(self) -> list[tuple[str, str]]:
         """The (group, topic) pairs to report, sorted."""
@@ -93,15 +100,26 @@ class ConsumerLagCalculator:
         broker_perm = c.config.broker_permission
         rows = []
         self._used = {}
+        self._rows_used = {}
+        # topic -> [(consume queue or None, max offset) per queue id]: read once per pass, whatever the groups
+        tops: dict[str, list[tuple[Any, int]]] = {}
+        find = store.cq_table.find
         for group, topic in self.pairs():
             tc = c.topic_config.get(topic)
             if tc is None or not (tc.perm & broker_perm & (PERM_READ | PERM_WRITE)):
                 continue
             try:
-                rows.append(self._pair(group, topic, tc.write_queue_nums))
+                queues = tops.get(topic)
+                if queues is None or len(queues) != tc.write_queue_nums:
+                    queues = tops[topic] = []
+                    for qid in range(tc.write_queue_nums):
+                        cq = find(topic, qid, create=False)
+                        queues.append((cq, max(cq.max_offset, 0) if cq is not None else 0))
+                rows.append(self._pair(group, topic, queues))
             except (OSError, ValueError, KeyError, RuntimeError) as exc:  # a segment deleted under us
                 log.debug("lag of %s on %s not computed: %s", group, topic, exc)
         self._times = self._used
+        self._rows = self._rows_used
         return rows
 
     def _store_time(self, cq: Any, offset: int) -> int:
@@ -117,24 +135,37 @@ class ConsumerLagCalculator:
         self._used[key] = ts
         return ts
 
-    def _pair(self, group: str, topic: str, queues: int) -> GroupLag:
+    def _pair(self, group: str, topic: str, queues: list[tuple[Any, int]]) -> GroupLag:
+        """The row of ``group`` on ``topic``, whose queues (consume queue, max offset) are given by queue id: the
+        previous pass's row when the queues, the committed and pulled offsets and the popped counts are the same."""
         c = self.c
-        find = c.store.cq_table.find
         committed_by_queue = c.offsets.queue_offsets(group, topic)
         groups = c.stats.group_get.get(topic)
         item = groups.get(group) if groups is not None else None
         pulled_by_queue = dict(item.pulled) if item is not None else {}
         pop = self.pop_inflight
+        popped_by_queue = tuple(pop(group, topic, qid) for qid in range(len(queues))) if pop is not None else ()
+        signature = (queues, committed_by_queue, pulled_by_queue, popped_by_queue)
+        old = self._rows.get((group, topic))
+        if old is not None and old[0] == signature:
+            self._rows_used[(group, topic)] = old
+            return old[1]
+        row = self._compute(group, topic, queues, committed_by_queue, pulled_by_queue, popped_by_queue)
+        self._rows_used[(group, topic)] = (signature, row)
+        return row
+
+    def _compute(self, group: str, topic: str, queues: list[tuple[Any, int]], committed_by_queue: dict[int, int],
+                 pulled_by_queue: dict[int, int], popped_by_queue: tuple[int, ...]) -> GroupLag:
         row = GroupLag(group, topic)
         lag_since = ready_since = 0
-        for qid in range(queues):
-            cq = find(topic, qid, create=False)
-            top = max(cq.max_offset, 0) if cq is not None else 0
+        for qid, (cq, top) in enumerate(queues):
             committed = committed_by_queue.get(qid, -1)
             if committed < 0:
                 committed = top
+            popped = popped_by_queue[qid] if popped_by_queue else 0
+            if committed >= top and not popped:
+                continue  # nothing owed
             pulled = max(pulled_by_queue.get(qid, committed), committed)
-            popped = pop(group, topic, qid) if pop is not None else 0
             lag = max(0, top - committed) + popped
             if lag <= 0:
                 continue
