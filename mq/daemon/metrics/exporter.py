@@ -85,6 +85,8 @@ class MetricsEndpoint:
             self.registry.register(collector)
         self.host = host
         self.requested_port = port
+        #: the endpoint's ``render.Exposition`` once started (its counters tell what the last scrape rendered)
+        self.exposition: Any = None
         self._server: _BoundedServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -103,6 +105,7 @@ class MetricsEndpoint:
         """Bind (OSError when the address is taken) and serve in a thread."""
         cls = _server_class(self.host, self.requested_port)
         app = make_app(self.registry)
+        self.exposition = app.exposition
         self._server = make_server(self.host, self.requested_port, app, cls, handler_class=_QuietHandler)
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.2},
                                         name=f"metrics-http-{self.port}", daemon=True)
