@@ -28,6 +28,8 @@ Families and their labels (besides cluster, node_type, node_id and metricsLabel'
     mq_broker_busy_refusals_total, mq_acl_refusals_total          reason
     mq_replication_lag_bytes                                      slave (a master, per connected slave)
     mq_replication_slave_connections (a master), mq_replication_master_connected (a slave)
+    mq_metrics_scrape_duration_seconds, mq_metrics_scrape_cpu_seconds (the previous scrape's, as ``rendered``
+                                                                  is told by the endpoint)
 
 Counting rules, as RocketMQ 5's: the messages-in family counts sends under the topic stored (a delay-level
 message under SCHEDULE_TOPIC_XXXX, an arbitrary-delay one under rmq_sys_wheel_timer, a half message under
@@ -110,12 +112,14 @@ class BrokerCollector:
         self._lag_rows: list[GroupLag] = []
         self._lag_at = float("-inf")
         self._lock = threading.Lock()
+        #: the previous scrape's wall and CPU time: its collection's, then (``rendered``) the endpoint's figures
         self.last_duration = 0.0
+        self.last_cpu = 0.0
 
     # -- prometheus_client --------------------------------------------------------------------------------
     def collect(self) -> list[Any]:
         with self._lock:
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.thread_time()
             out: list[Any] = []
             for part in (self._traffic, self._lag, self._rpc, self._connections, self._broker, self._store,
                          self._backlogs, self._replication, self._refusals):
@@ -123,11 +127,17 @@ class BrokerCollector:
                     out.extend(part())
                 except Exception:  # one broken part must not take the others down
                     _throttle.error(part.__name__, "metrics: %s failed", part.__name__, exc_info=True)
-            duration = self.families.family(N.SCRAPE_DURATION)
-            duration.add((), self.last_duration)
-            out.append(duration)
+            for spec, value in ((N.SCRAPE_DURATION, self.last_duration), (N.SCRAPE_CPU, self.last_cpu)):
+                fam = self.families.family(spec)
+                fam.add((), value)
+                out.append(fam)
             self.last_duration = time.perf_counter() - t0
+            self.last_cpu = time.thread_time() - c0
             return out
+
+    def rendered(self, wall: float, cpu: float) -> None:
+        """The endpoint served a scrape in ``wall`` seconds, ``cpu`` of them on its thread's CPU."""
+        self.last_duration, self.last_cpu = wall, cpu
 
     def is_system_topic(self, topic: str) -> bool:
         return self.c.topic_config.is_system_topic(topic)

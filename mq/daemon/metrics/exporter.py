@@ -22,7 +22,7 @@ import logging
 import socket
 import threading
 from socketserver import ThreadingMixIn
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from prometheus_client import CollectorRegistry
@@ -79,12 +79,14 @@ def _server_class(host: str, port: int) -> type[_BoundedServer]:
 class MetricsEndpoint:
     """``/metrics`` of ``collectors`` on ``host:port`` (port 0: a free one), served by a daemon thread."""
 
-    def __init__(self, collectors: Iterable[Any], host: str, port: int) -> None:
+    def __init__(self, collectors: Iterable[Any], host: str, port: int,
+                 on_rendered: Callable[[float, float], None] | None = None) -> None:
         self.registry = CollectorRegistry(auto_describe=False)
         for collector in collectors:
             self.registry.register(collector)
         self.host = host
         self.requested_port = port
+        self._on_rendered = on_rendered
         #: the endpoint's ``render.Exposition`` once started (its counters tell what the last scrape rendered)
         self.exposition: Any = None
         self._server: _BoundedServer | None = None
@@ -104,7 +106,7 @@ class MetricsEndpoint:
     def start(self) -> None:
         """Bind (OSError when the address is taken) and serve in a thread."""
         cls = _server_class(self.host, self.requested_port)
-        app = make_app(self.registry)
+        app = make_app(self.registry, self._on_rendered)
         self.exposition = app.exposition
         self._server = make_server(self.host, self.requested_port, app, cls, handler_class=_QuietHandler)
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.2},

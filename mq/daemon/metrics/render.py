@@ -21,6 +21,7 @@ library renders it. The WSGI application answers as ``prometheus_client.make_wsg
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any, Callable, Iterable
 from urllib.parse import parse_qs
 
@@ -61,8 +62,10 @@ _Texts = dict[int, tuple[tuple[Any, ...], bytes]]  # id(series) -> (series, its 
 class Exposition:
     """Renders a registry's metrics as prometheus_client does, reusing the text of unchanged series."""
 
-    def __init__(self, registry: Any) -> None:
+    def __init__(self, registry: Any, on_rendered: Callable[[float, float], None] | None = None) -> None:
         self.registry = registry
+        #: told of each render's wall and CPU time (seconds, this thread's CPU)
+        self.on_rendered = on_rendered
         self._lock = threading.Lock()
         #: content type -> family name -> (header, texts of its series)
         self._kept: dict[str, dict[str, tuple[bytes, _Texts]]] = {}
@@ -73,6 +76,7 @@ class Exposition:
 
     def render(self, encoder: Callable[[Any], bytes], content_type: str) -> bytes:
         with self._lock:
+            t0, c0 = time.perf_counter(), time.thread_time()
             trailer = self._trailer.get(content_type)
             if trailer is None:
                 trailer = self._trailer[content_type] = encoder(_Registry(()))
@@ -90,7 +94,10 @@ class Exposition:
                 out.extend(texts[id(series)][1] for series in metric.series)
             self._kept[content_type] = now
             out.append(trailer)
-            return b"".join(out)
+            text = b"".join(out)
+            if self.on_rendered is not None:
+                self.on_rendered(time.perf_counter() - t0, time.thread_time() - c0)
+            return text
 
     def _family(self, encoder: Callable[[Any], bytes], family: Family,
                 kept: tuple[bytes, _Texts] | None) -> tuple[bytes, _Texts] | None:
@@ -122,10 +129,10 @@ class Exposition:
         return header, texts
 
 
-def make_app(registry: Any) -> Callable[..., Any]:
+def make_app(registry: Any, on_rendered: Callable[[float, float], None] | None = None) -> Callable[..., Any]:
     """A WSGI application serving ``registry`` as prometheus_client's ``make_wsgi_app`` does, through an
-    ``Exposition`` (uncompressed)."""
-    exposition = Exposition(registry)
+    ``Exposition`` (uncompressed; ``on_rendered``: see ``Exposition``)."""
+    exposition = Exposition(registry, on_rendered)
 
     def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes]:
         method = environ["REQUEST_METHOD"]
