@@ -37,6 +37,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -255,8 +256,9 @@ async def churn(port: int, topics: int) -> None:
 
 async def scrape_probed(url: str, port: int) -> tuple[float, float, float, bytes]:
     """GET ``url`` (curl, in its own process, when installed) while one connection sends GET_MAX_OFFSET requests
-    back to back to the broker: (GET seconds, longest round trip during the GET, longest round trip in as long a
-    window just before, with no GET), and the body. The round trips bound the broker's event-loop stalls."""
+    to the broker, one every millisecond or so: (GET seconds, longest round trip during the GET, longest round
+    trip in as long a window just after, with no GET), and the body. The round trips bound the broker's
+    event-loop stalls."""
     from mq.remoting import RemotingClient
 
     client = RemotingClient(name="bench-probe")
@@ -269,6 +271,7 @@ async def scrape_probed(url: str, port: int) -> tuple[float, float, float, bytes
             t0 = time.perf_counter()
             await client.invoke(addr, RemotingCommand.request(RequestCode.GET_MAX_OFFSET, cmd.to_ext()), 30)
             worst = max(worst, time.perf_counter() - t0)
+            await asyncio.sleep(0.001)  # light enough not to take the broker's CPU from the scrape
         return worst
 
     async def fetch() -> tuple[float, bytes]:
@@ -309,39 +312,49 @@ def bench_scrape(args: argparse.Namespace) -> None:
               f"{time.perf_counter() - t0:.1f} s", flush=True)
         time.sleep(1.0)
         ps = psutil.Process(proc.pid)
-        rows: dict[str, list[tuple[float, float, float, float]]] = {"first": [], "idle": [], "churn": []}
-        body = b""
+        # per kind of scrape: (GET s, broker CPU s during the GET, longest round trip during, and without a GET,
+        # the broker's own wall and CPU time of the scrape, read from the next scrape's answer)
+        rows: dict[str, list[tuple[float, ...]]] = {"first": [], "idle": [], "churn": []}
+        body, previous = b"", None
         with CpuWindow() as w:
-            for i in range(args.scrapes):
+            for i in range(args.scrapes + 1):  # the last one only reads the time of the one before
                 kind = "first" if i == 0 else ("churn" if args.churn and i % 2 == 0 else "idle")
-                if kind == "churn":
+                if kind == "churn" and i < args.scrapes:
                     asyncio.run(churn(port, args.topics))
                 time.sleep(1.1)  # past the lag pass's minimum interval: every scrape computes it again
                 c0 = sum(ps.cpu_times()[:2])
                 seconds, during, before, body = asyncio.run(scrape_probed(url, port))
-                # the broker's CPU during the GET includes the probe's requests; the window without a GET tells
-                # what they cost, and is subtracted below
                 cpu = sum(ps.cpu_times()[:2]) - c0
-                rows[kind].append((seconds, cpu, during, before))
+                own = [float(m.group(1)) if m else float("nan") for m in (re.search(
+                    rb"^mq_metrics_scrape_%s_seconds\{[^}]*\} (\S+)$" % name, body, re.M) for name in (
+                        b"duration", b"cpu"))]
+                if previous is not None:
+                    rows[previous[0]].append((*previous[1], *own))
+                previous = (kind, (seconds, cpu, during, before)) if i < args.scrapes else None
         samples = [s for fam in text_string_to_metric_families(body.decode()) for s in fam.samples]
         lag_rows = sum(1 for s in samples if s.name == "rocketmq_consumer_lag_messages")
         print(f"scrape of {args.topics} topics / {args.groups} groups ({lag_rows} lag series; "
               f"{len(body) / 1024:.0f} KiB, {len(samples):,} samples); {w.short()}")
-        print("  (GET: wall time of the GET; CPU: the broker's CPU time while it ran, clock ticks of 10 ms, with the "
-              "probe's requests; loop: the longest round trip of back-to-back GET_MAX_OFFSET requests during the "
-              "GET, and in a window as long without one)")
+        print("  GET: the GET's wall time (curl); broker: the scrape's wall and CPU time as the broker reports them "
+              "(mq_metrics_scrape_*); CPU: the broker process's CPU time during the GET (10 ms ticks); loop: the "
+              "longest round trip of GET_MAX_OFFSET requests, one a millisecond, during the GET (and in as long a "
+              "window without one)")
         for kind, what in (("first", "first scrape (nothing kept yet)"),
                            ("idle", "then, nothing changed but the clock"),
                            ("churn", "then, after one send to every topic")):
             got = rows[kind]
             if not got:
                 continue
-            med = [statistics.median(x[k] for x in got) * 1e3 for k in range(4)]
-            worst = [max(x[k] for x in got) * 1e3 for k in range(4)]
-            mean_cpu = sum(x[1] for x in got) / len(got) * 1e3
-            print(f"  {what:38s} n={len(got):2d}  GET median {med[0]:6.1f} ms worst {worst[0]:6.1f} ms | "
-                  f"CPU mean {mean_cpu:5.1f} ms median {med[1]:5.1f} ms | loop stall median {med[2]:5.1f} ms worst "
-                  f"{worst[2]:5.1f} ms (no GET: median {med[3]:4.1f}, worst {worst[3]:5.1f})")
+
+            def med(k: int) -> float:
+                return statistics.median(x[k] for x in got) * 1e3
+
+            def worst(k: int) -> float:
+                return max(x[k] for x in got) * 1e3
+
+            print(f"  {what:36s} n={len(got):2d}  GET median {med(0):6.1f} worst {worst(0):6.1f} ms | broker wall "
+                  f"{med(4):6.1f} CPU {med(5):6.1f} ms (median) | process CPU {med(1):4.0f} ms | loop median "
+                  f"{med(2):5.1f} worst {worst(2):5.1f} ms (no GET: {med(3):4.1f}, {worst(3):5.1f})")
         from importlib.metadata import version
 
         print(f"prometheus_client {version('prometheus_client')}; python speed "
