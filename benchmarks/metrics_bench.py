@@ -67,7 +67,7 @@ from mq.protocol.command import RemotingCommand  # noqa: E402
 def start_broker(workdir: Path, metrics_port: int | None) -> tuple[subprocess.Popen, int]:
     workdir.mkdir(parents=True, exist_ok=True)
     port = free_port()
-    conf = ["flushDiskType: ASYNC_FLUSH", "mappedFileSizeCommitLog: 268435456", "haListenPort: 0"]
+    conf = ["flushDiskType: ASYNC_FLUSH", "mappedFileSizeCommitLog: 268435456", "haListenPort: 0", "grpcServerPort: -1"]
     if metrics_port is not None:
         conf += ["metricsExporterType: PROM", f"metricsPromExporterPort: {metrics_port}"]
     (workdir / "broker.yaml").write_text("\n".join(conf) + "\n")
