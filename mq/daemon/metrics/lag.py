@@ -72,11 +72,11 @@ class ConsumerLagCalculator:
         # a queue deleted and made again is another object. Kept for the entries the last pass used.
         self._times: dict[tuple[Any, int], int] = {}
         self._used: dict[tuple[Any, int], int] = {}
-        # (group, topic) -> (what the row was computed from, the row): a row is computed again only when its
-        # queues (objects and max offsets), committed or pulled offsets, or popped counts moved. Kept for the
-        # pairs of the last pass.
-        self._rows: dict[tuple[str, str], tuple[Any, GroupLag]] = {}
-        self._rows_used: dict[tuple[str, str], tuple[Any, GroupLag]] = {}
+        # (group, topic) -> (what the row was computed from, the row, the store times it read): a row is
+        # computed again only when its queues (objects and max offsets), committed or pulled offsets, or popped
+        # counts moved. Kept for the pairs of the last pass; a kept row keeps the store times it read.
+        self._rows: dict[tuple[str, str], tuple[Any, GroupLag, list[tuple[Any, int]]]] = {}
+        self._rows_used: dict[tuple[str, str], tuple[Any, GroupLag, list[tuple[Any, int]]]] = {}
 
     def pairs(self) -> list[tuple[str, str]]:
         """The (group, topic) pairs to report, sorted."""
@@ -122,9 +122,11 @@ class ConsumerLagCalculator:
         self._rows = self._rows_used
         return rows
 
-    def _store_time(self, cq: Any, offset: int) -> int:
-        """Store time (epoch ms) of the message at ``offset`` of ``cq``; 0 when there is none."""
+    def _store_time(self, cq: Any, offset: int, read: list[tuple[Any, int]]) -> int:
+        """Store time (epoch ms) of the message at ``offset`` of ``cq``; 0 when there is none. Its key is added to
+        ``read``."""
         key = (cq, offset)
+        read.append(key)
         ts = self._used.get(key)
         if ts is not None:
             return ts
@@ -149,13 +151,19 @@ class ConsumerLagCalculator:
         old = self._rows.get((group, topic))
         if old is not None and old[0] == signature:
             self._rows_used[(group, topic)] = old
+            used, times = self._used, self._times
+            for key in old[2]:
+                if key in times:
+                    used[key] = times[key]
             return old[1]
-        row = self._compute(group, topic, queues, committed_by_queue, pulled_by_queue, popped_by_queue)
-        self._rows_used[(group, topic)] = (signature, row)
+        read: list[tuple[Any, int]] = []
+        row = self._compute(group, topic, queues, committed_by_queue, pulled_by_queue, popped_by_queue, read)
+        self._rows_used[(group, topic)] = (signature, row, read)
         return row
 
     def _compute(self, group: str, topic: str, queues: list[tuple[Any, int]], committed_by_queue: dict[int, int],
-                 pulled_by_queue: dict[int, int], popped_by_queue: tuple[int, ...]) -> GroupLag:
+                 pulled_by_queue: dict[int, int], popped_by_queue: tuple[int, ...],
+                 read: list[tuple[Any, int]]) -> GroupLag:
         row = GroupLag(group, topic)
         lag_since = ready_since = 0
         for qid, (cq, top) in enumerate(queues):
@@ -175,11 +183,11 @@ class ConsumerLagCalculator:
             row.ready += ready
             if cq is None:
                 continue
-            ts = self._store_time(cq, committed) if committed < top else 0
+            ts = self._store_time(cq, committed, read) if committed < top else 0
             if ts > 0 and (lag_since == 0 or ts < lag_since):
                 lag_since = ts
             if ready:
-                ts = self._store_time(cq, pulled)
+                ts = self._store_time(cq, pulled, read)
                 if ts > 0 and (ready_since == 0 or ts < ready_since):
                     ready_since = ts
         row.lag_since, row.ready_since = lag_since, ready_since
