@@ -29,6 +29,7 @@ from prometheus_client.exposition import choose_encoder
 from prometheus_client.metrics_core import Metric
 
 from mq.daemon.metrics.families import Family
+from mq.remoting.gc_pause import gc_pause
 
 _EOF = b"# EOF\n"
 
@@ -75,7 +76,9 @@ class Exposition:
         self.rendered = self.reused = 0
 
     def render(self, encoder: Callable[[Any], bytes], content_type: str) -> bytes:
-        with self._lock:
+        # a scrape allocates tens of thousands of objects: a full collection they set off would run here, holding
+        # the interpreter lock (and so the broker's event loop) for tens of milliseconds; gc_pause defers it
+        with self._lock, gc_pause:
             t0, c0 = time.perf_counter(), time.thread_time()
             trailer = self._trailer.get(content_type)
             if trailer is None:
