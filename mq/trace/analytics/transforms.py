@@ -77,50 +77,46 @@ def message_summary(records: DataFrame) -> DataFrame:
 
     ``unpaired`` (delivery rows only) marks the groups that may hold a SubBefore without its SubAfter, the
     candidates of ``stuck_unfinished`` (see ``_unpaired``)."""
-    tt = F.col("trace_type")
-    is_pub, is_tx = tt == "Pub", tt == "EndTransaction"
-    before, after = tt == "SubBefore", tt == "SubAfter"
-    is_sub = before | after
+    # Written as SQL text: the same expressions built as Columns cost ~400 calls into the JVM (see sql_decode).
+    is_pub, is_tx = "trace_type = 'Pub'", "trace_type = 'EndTransaction'"
+    before, after = "trace_type = 'SubBefore'", "trace_type = 'SubAfter'"
+    is_sub = f"({before} OR {after})"
     # The first Pub: successful attempts first, then by time.
-    order = F.when(is_pub, F.struct((~F.col("success")).alias("f"), F.col("timestamp").alias("t")))
-    first = F.min_by(
-        F.struct("topic", "group", "store_host", "timestamp", "store_time", "msg_type", "tags", "keys"), order
-    )
+    first = ("min_by(struct(topic, `group`, store_host, timestamp, store_time, msg_type, tags, keys), "
+             f"CASE WHEN {is_pub} THEN named_struct('f', NOT success, 't', timestamp) END) AS p")  # fmt: skip
     # ``h`` (a hash of msg_id) leads the grouping keys so that the sort behind the aggregation orders by a
     # long: msg ids of one broker share their first 8 bytes (its address), the prefix Spark sorts strings by,
     # so sorting by msg_id first compared whole strings (5 M records: 24-29 s -> 17 s for shuffle and sort).
     # ``rh``: the request id's hash, computed once per record for the pairing checks (the sort aggregation
     # is not code-generated, so an expression used four times there is evaluated four times).
-    keyed = _hashed(records.where(is_pub | is_tx | is_sub)).select(
-        "*", is_sub.alias("is_sub"), F.when(is_sub, F.col("group")).alias("sub_group"),
-        F.xxhash64("request_id").alias("rh"),
-    )
+    keyed = records.where(f"{is_pub} OR {is_tx} OR {is_sub}").selectExpr(
+        "*", "xxhash64(msg_id) AS h", f"{is_sub} AS is_sub", f"CASE WHEN {is_sub} THEN `group` END AS sub_group",
+        "xxhash64(request_id) AS rh",
+    )  # fmt: skip
     parts = int(records.sparkSession.conf.get("spark.sql.shuffle.partitions") or "2")
-    m = (
-        keyed.repartition(parts, "msg_id")
-        .groupBy("h", "msg_id", "is_sub", "sub_group")
-        .agg(
-            first.alias("p"),
-            F.count(F.when(is_pub, 1)).alias("pubs"),
-            F.max(F.when(is_pub, F.col("success").cast("int"))).alias("ok"),
-            F.max_by(F.when(is_tx, F.col("transaction_state")), F.when(is_tx, F.col("timestamp"))).alias("tx_state"),
-            F.min(F.when(before, F.col("timestamp"))).alias("first_before_ts"),
-            F.count(F.when(before, 1)).alias("attempts"),
-            F.max(F.when(before, F.col("retry_times"))).alias("max_retry"),
-            F.count(F.when(after, 1)).alias("afters"),
-            F.count(F.when(after & F.col("success"), 1)).alias("successes"),
-            F.count(F.when(after & ~F.col("success"), 1)).alias("failures"),
-            F.min(F.when(after & F.col("success"), F.col("timestamp"))).alias("first_success_ts"),
-            F.min_by(F.when(before, F.col("client_host")), F.when(before, F.col("timestamp"))).alias("client_host"),
-            *_pairing_checks(before, after),
-        )
+    aggregates = (
+        first, f"count(CASE WHEN {is_pub} THEN 1 END) AS pubs",
+        f"max(CASE WHEN {is_pub} THEN CAST(success AS int) END) AS ok",
+        f"max_by(CASE WHEN {is_tx} THEN transaction_state END, CASE WHEN {is_tx} THEN timestamp END) AS tx_state",
+        f"min(CASE WHEN {before} THEN timestamp END) AS first_before_ts",
+        f"count(CASE WHEN {before} THEN 1 END) AS attempts",
+        f"max(CASE WHEN {before} THEN retry_times END) AS max_retry",
+        f"count(CASE WHEN {after} THEN 1 END) AS afters",
+        f"count(CASE WHEN {after} AND success THEN 1 END) AS successes",
+        f"count(CASE WHEN {after} AND NOT success THEN 1 END) AS failures",
+        f"min(CASE WHEN {after} AND success THEN timestamp END) AS first_success_ts",
+        f"min_by(CASE WHEN {before} THEN client_host END, CASE WHEN {before} THEN timestamp END) AS client_host",
+        *_pairing_checks(before, after),
+    )  # fmt: skip
+    m = keyed.repartition(parts, "msg_id").groupBy("h", "msg_id", "is_sub", "sub_group").agg(
+        *[F.expr(a) for a in aggregates]
     )
-    return m.select(
-        "msg_id", "is_sub", "sub_group", (F.col("pubs") > 0).alias("has_pub"),
-        *[F.col(f"p.{c}").alias(c) for c in ("topic", "group", "store_host", "timestamp", "store_time", "msg_type",
-                                             "tags", "keys")],
+    return m.selectExpr(
+        "msg_id", "is_sub", "sub_group", "pubs > 0 AS has_pub",
+        *[f"p.`{c}` AS `{c}`" for c in ("topic", "group", "store_host", "timestamp", "store_time", "msg_type", "tags",
+                                       "keys")],
         "ok", "tx_state", "first_before_ts", "attempts", "max_retry", "afters", "successes", "failures",
-        "first_success_ts", "client_host", _unpaired().alias("unpaired"),
+        "first_success_ts", "client_host", f"{_unpaired()} AS unpaired",
     )  # fmt: skip
 
 
@@ -128,30 +124,27 @@ def message_summary(records: DataFrame) -> DataFrame:
 _RID_HALVES = ((0, "lo"), (32, "hi"))
 
 
-def _pairing_checks(before: Column, after: Column) -> list[Column]:
+def _pairing_checks(before: str, after: str) -> list[str]:
     """Aggregates that tell whether the SubBefores of a (msg_id, group) can all have a SubAfter of the same
     request_id: counts of SubBefores with and without a request_id, of SubAfters with one, and the sums of
     their request ids' hashes (two 31-bit halves, so a long sum cannot overflow)."""
-    rid, h = F.col("request_id"), F.col("rh")
-    out = [F.count(F.when(before & rid.isNull(), 1)).alias("rb_null"),
-           F.count(F.when(before & rid.isNotNull(), 1)).alias("rb_n"),
-           F.count(F.when(after & rid.isNotNull(), 1)).alias("ra_n")]  # fmt: skip
+    out = [f"count(CASE WHEN {before} AND request_id IS NULL THEN 1 END) AS rb_null",
+           f"count(CASE WHEN {before} AND request_id IS NOT NULL THEN 1 END) AS rb_n",
+           f"count(CASE WHEN {after} AND request_id IS NOT NULL THEN 1 END) AS ra_n"]  # fmt: skip
     for shift, half in _RID_HALVES:
-        part = F.shiftrightunsigned(h, shift).bitwiseAND(F.lit(0x7FFFFFFF))
-        out.append(F.sum(F.when(before & rid.isNotNull(), part)).alias(f"rb_{half}"))
-        out.append(F.sum(F.when(after & rid.isNotNull(), part)).alias(f"ra_{half}"))
+        part = f"shiftrightunsigned(rh, {shift}) & 2147483647"
+        out.append(f"sum(CASE WHEN {before} AND request_id IS NOT NULL THEN {part} END) AS rb_{half}")
+        out.append(f"sum(CASE WHEN {after} AND request_id IS NOT NULL THEN {part} END) AS ra_{half}")
     return out
 
 
-def _unpaired() -> Column:
+def _unpaired() -> str:
     """True when some SubBefore of the group may lack its SubAfter: one without a request_id or a msg_id (these
     never pair), or SubBefore and SubAfter request ids that differ as multisets (different counts or hash
     sums). Equal multisets mean every SubBefore has a SubAfter; different ones with equal counts and equal
     62-bit hash sums are missed with a probability of about 2^-62 (xxhash64 spreads request ids evenly)."""
-    differ = F.col("rb_n") != F.col("ra_n")
-    for _, half in _RID_HALVES:
-        differ = differ | (F.coalesce(F.col(f"rb_{half}"), F.lit(0)) != F.coalesce(F.col(f"ra_{half}"), F.lit(0)))
-    return F.col("is_sub") & ((F.col("rb_null") > 0) | F.col("msg_id").isNull() | differ)
+    differ = " OR ".join(["rb_n != ra_n", *(f"coalesce(rb_{half}, 0) != coalesce(ra_{half}, 0)" for _, half in _RID_HALVES)])
+    return f"(is_sub AND (rb_null > 0 OR msg_id IS NULL OR {differ}))"
 
 
 def pub_messages(records: DataFrame, bucket_ms: int, messages: DataFrame | None = None) -> DataFrame:
