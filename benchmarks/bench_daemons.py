@@ -55,7 +55,8 @@ def daemons(*, broker: bool = True, broker_yaml: str = "") -> Iterator[tuple[str
         wait_port(ns_port)
         if broker:
             br_port = free_port()
-            argv = [sys.executable, "-m", "mq.cli.main", "broker", "start", "--namesrv", f"127.0.0.1:{ns_port}",
+            argv = [sys.executable, "-m", "mq.cli.main", "broker", "start",
+                    "--grpc-port", "-1", "--namesrv", f"127.0.0.1:{ns_port}",
                     "--port", str(br_port), "--store", os.path.join(home, "store"), "--log-level", "WARNING"]
             if broker_yaml:
                 conf = os.path.join(home, "broker.yaml")

@@ -85,6 +85,9 @@ class CountingTransport:
     def get_write_buffer_size(self) -> int:
         return 0
 
+    def abort(self) -> None:
+        self.closed = True
+
     def pause_reading(self) -> None:
         pass
 

@@ -190,7 +190,8 @@ def start_broker(port: int, store: str, flush: str) -> subprocess.Popen:
     Path(store).mkdir(parents=True, exist_ok=True)
     cfg.write_text(f"flushDiskType: {flush}\nmappedFileSizeCommitLog: 268435456\n")
     env = dict(os.environ, MQ_HOME=store)
-    proc = subprocess.Popen([sys.executable, "-m", "mq.cli.main", "broker", "start", "--namesrv", "", "--port",
+    proc = subprocess.Popen([sys.executable, "-m", "mq.cli.main", "broker", "start",
+                             "--grpc-port", "-1", "--namesrv", "", "--port",
                              str(port), "--store", str(Path(store) / "data"), "--config", str(cfg),
                              "--log-level", "WARNING", "--pid-file", str(Path(store) / "broker.pid")], env=env)
     import socket

@@ -31,7 +31,8 @@ def start_broker(port: int, root: str, extra: dict[str, object] | None = None) -
     cfg = Path(root) / "broker.yaml"
     lines = {"mappedFileSizeCommitLog": 268435456, **(extra or {})}
     cfg.write_text("".join(f"{k}: {v}\n" for k, v in lines.items()))
-    proc = subprocess.Popen([sys.executable, "-m", "mq.cli.main", "broker", "start", "--namesrv", "", "--port",
+    proc = subprocess.Popen([sys.executable, "-m", "mq.cli.main", "broker", "start",
+                             "--grpc-port", "-1", "--namesrv", "", "--port",
                              str(port), "--store", str(Path(root) / "data"), "--config", str(cfg),
                              "--log-level", "WARNING", "--pid-file", str(Path(root) / "broker.pid")],
                             env=dict(os.environ, MQ_HOME=root))

@@ -59,7 +59,7 @@ def start_daemons(root: Path, ns_port: int, broker_port: int) -> list[subprocess
     wait_port(ns_port, ns)
     cfg = root / "broker.yaml"
     cfg.write_text("traceTopicEnable: true\nmappedFileSizeCommitLog: 268435456\n")
-    br = subprocess.Popen([sys.executable, "-m", "mq.cli.main", "broker", "start", "--namesrv",
+    br = subprocess.Popen([sys.executable, "-m", "mq.cli.main", "broker", "start", "--grpc-port", "-1", "--namesrv",
                            f"127.0.0.1:{ns_port}", "--port", str(broker_port), "--store", str(root / "store"),
                            "--config", str(cfg), "--pid-file", str(root / "broker.pid"), *common], env=env)
     wait_port(broker_port, br)

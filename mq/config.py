@@ -28,7 +28,7 @@ class FrameLimits:
 
     #: Largest frame accepted, bytes (RocketMQ's com.rocketmq.remoting.frameMaxLength); a longer frame closes the
     #: connection.
-    max_frame: int = 16 * 1024 * 1024  # RocketMQ's com.rocketmq.remoting.frameMaxLength
+    max_frame: int = 16 * 1024 * 1024
     #: Largest header inside a frame, bytes.
     max_header: int = 4 * 1024 * 1024
 
@@ -45,20 +45,136 @@ class ProcessorLimits:
 
 @dataclass(frozen=True, slots=True)
 class ConnectionLimits:
-    """Per-connection memory bounds and idle policy of the remoting transport (mq/remoting)."""
+    """Memory and time bounds of the remoting transport (mq/remoting), per connection and per server.
+
+    "Pending" bytes of a connection are its unsent output (our buffer plus the transport's) plus the frames of
+    its requests that handlers hold (queued to or running in async handlers). While they are at or above
+    ``write_high_water`` the connection's requests are not handed to handlers and it is not read; it resumes at
+    ``write_low_water``. Seconds of 0 disable the timer they name."""
 
     #: Requests handed to async handlers and not yet finished; at this count the connection stops reading.
     max_inflight: int = 1024
-    #: Transport write-buffer marks: above ``write_high_water`` a server connection stops reading.
+    #: Pending bytes at which a server connection stops being served and read.
     write_high_water: int = 4 * 1024 * 1024
-    #: Below this many unsent bytes a paused connection reads again.
+    #: Pending bytes at which a stopped server connection is served and read again.
     write_low_water: int = 1024 * 1024
-    #: A server connection with no read or write for this many seconds is closed (0 disables).
+    #: Pending bytes of all connections of a server together: above it no request is handed to a handler and
+    #: the connection with the most unsent output among those whose peer does not read is closed.
+    max_total_output: int = 256 * 1024 * 1024
+    #: Seconds a connection may stay above ``write_high_water`` without its peer reading anything; then it is
+    #: closed.
+    write_stall_timeout: float = 30.0
+    #: A server connection with no whole frame read and nothing written for this many seconds is closed; bytes
+    #: of an unfinished frame do not count as traffic.
     idle_timeout: float = 120.0
+    #: Seconds within which a frame must arrive whole once its first byte has come; then the connection is
+    #: closed.
+    frame_timeout: float = 30.0
+    #: Bytes of unfinished frames held for all connections of a server together; the connection whose read
+    #: goes over it is closed.
+    max_total_partial: int = 256 * 1024 * 1024
+    #: Request bodies larger than this many bytes are decoded off the event loop (a worker thread), where the
+    #: handler supports it.
+    offload_body_threshold: int = 256 * 1024
+    #: Seconds between two log records of the same kind of bad request (malformed frames, unparsable headers,
+    #: refused connections); the ones in between are counted.
+    bad_request_log_interval: float = 10.0
+
+    def __post_init__(self) -> None:
+        for name in ("max_inflight", "write_high_water", "max_total_output", "max_total_partial"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{name} must be at least 1, got {getattr(self, name)}")
+        if not 0 <= self.write_low_water <= self.write_high_water:
+            raise ConfigError(f"write_low_water ({self.write_low_water}) must be between 0 and write_high_water "
+                              f"({self.write_high_water})")
+        for name in ("write_stall_timeout", "idle_timeout", "frame_timeout", "bad_request_log_interval",
+                     "offload_body_threshold"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"{name} must not be negative, got {getattr(self, name)}")
+
+
+_CL = ConnectionLimits()
+_FL = FrameLimits()
+#: ConnectionLimits field -> the YAML key that sets it (for error messages)
+_LIMIT_KEYS = {"max_inflight": "maxInflightRequestsPerChannel", "write_high_water": "writeBufferHighWaterMark",
+               "write_low_water": "writeBufferLowWaterMark", "max_total_output": "writeBufferTotalLimit",
+               "max_total_partial": "partialFrameTotalLimit", "write_stall_timeout": "writeStallTimeoutSeconds",
+               "idle_timeout": "serverChannelMaxIdleTimeSeconds", "frame_timeout": "frameCompleteTimeoutSeconds",
+               "bad_request_log_interval": "badRequestLogIntervalSeconds",
+               "offload_body_threshold": "heavyBodyThreshold"}
 
 
 @dataclass(frozen=True, slots=True)
-class NamesrvConfig:
+class RemotingServerConfig:
+    """The listener settings both daemons share (RocketMQ ``NettyServerConfig`` names where it has them).
+
+    ``frame_limits`` and ``connection_limits`` turn them into what ``mq.remoting`` takes."""
+
+    #: serverChannelMaxIdleTimeSeconds: a connection with no whole request read and nothing written for this
+    #: many seconds is closed (a frame trickled byte by byte does not keep it open); 0 never closes one.
+    server_channel_max_idle_time_seconds: int = int(_CL.idle_timeout)
+    #: frameMaxLength (com.rocketmq.remoting.frameMaxLength): largest frame in bytes; a longer one closes the
+    #: connection.
+    frame_max_length: int = _FL.max_frame
+    #: Largest frame header in bytes; a longer one closes the connection.
+    frame_max_header_length: int = _FL.max_header
+    #: Seconds a frame may take to arrive whole once its first byte came; then the connection is closed.
+    frame_complete_timeout_seconds: float = _CL.frame_timeout
+    #: Bytes of unfinished frames held for all connections together; the connection whose read goes over it is
+    #: closed.
+    partial_frame_total_limit: int = _CL.max_total_partial
+    #: writeBufferHighWaterMark: a connection with this many bytes of unsent answers and unanswered requests is
+    #: neither read nor served until it drops to writeBufferLowWaterMark.
+    write_buffer_high_water_mark: int = _CL.write_high_water
+    #: writeBufferLowWaterMark: see writeBufferHighWaterMark (bytes).
+    write_buffer_low_water_mark: int = _CL.write_low_water
+    #: Bytes of unsent answers and unanswered requests of all connections together; above it no request is
+    #: served and the connection holding the most output its peer does not read is closed.
+    write_buffer_total_limit: int = _CL.max_total_output
+    #: Seconds a connection may stay over writeBufferHighWaterMark while its peer reads nothing; then it is
+    #: closed. 0 never closes one.
+    write_stall_timeout_seconds: float = _CL.write_stall_timeout
+    #: Requests of one connection queued to or running in worker pools; at this count it is no longer read.
+    max_inflight_requests_per_channel: int = _CL.max_inflight
+    #: Request bodies (heartbeats, lock batches, broker registrations) larger than this many bytes are decoded in
+    #: a worker thread, so one large request does not hold up other connections.
+    heavy_body_threshold: int = _CL.offload_body_threshold
+    #: Seconds between two log records of one kind of bad request (malformed frame, unparsable header, refused
+    #: connection); the ones in between are counted in the next record.
+    bad_request_log_interval_seconds: float = _CL.bad_request_log_interval
+
+    def __post_init__(self) -> None:
+        try:
+            self.connection_limits
+        except ConfigError as exc:  # name the keys the operator wrote
+            text = str(exc)
+            for name, key in _LIMIT_KEYS.items():
+                text = text.replace(name, key)
+            raise ConfigError(text) from None
+        if self.frame_max_length < 16 or not 0 < self.frame_max_header_length <= self.frame_max_length:
+            raise ConfigError(f"frameMaxHeaderLength ({self.frame_max_header_length}) must be positive and at most "
+                              f"frameMaxLength ({self.frame_max_length})")
+
+    @property
+    def frame_limits(self) -> FrameLimits:
+        return FrameLimits(max_frame=self.frame_max_length, max_header=self.frame_max_header_length)
+
+    @property
+    def connection_limits(self) -> ConnectionLimits:
+        return ConnectionLimits(max_inflight=self.max_inflight_requests_per_channel,
+                                write_high_water=self.write_buffer_high_water_mark,
+                                write_low_water=self.write_buffer_low_water_mark,
+                                max_total_output=self.write_buffer_total_limit,
+                                write_stall_timeout=float(self.write_stall_timeout_seconds),
+                                idle_timeout=float(self.server_channel_max_idle_time_seconds),
+                                frame_timeout=float(self.frame_complete_timeout_seconds),
+                                max_total_partial=self.partial_frame_total_limit,
+                                offload_body_threshold=self.heavy_body_threshold,
+                                bad_request_log_interval=float(self.bad_request_log_interval_seconds))
+
+
+@dataclass(frozen=True, slots=True)
+class NamesrvConfig(RemotingServerConfig):
     """Name server settings; YAML keys follow RocketMQ's namesrv.conf / NettyServerConfig names."""
 
     #: Address to bind (``--host`` overrides it).
@@ -73,8 +189,14 @@ class NamesrvConfig:
     order_message_enable: bool = False
     #: File of the KV config; empty: ``$MQ_HOME/namesrv/kvConfig.json``.
     kv_config_path: str = ""
-    #: Frame size limits of the name server's connections.
-    frame_limits: FrameLimits = field(default_factory=FrameLimits)
+    #: Metrics exporter: ``PROM`` serves Prometheus metrics over HTTP, ``DISABLE`` (the default) serves none.
+    metrics_exporter_type: str = "DISABLE"
+    #: Address the metrics endpoint binds; empty: the name server's own ``host``.
+    metrics_prom_exporter_host: str = ""
+    #: Port of the name server's metrics endpoint (``/metrics``); 5558, next to a broker's 5557; 0: any free port.
+    metrics_prom_exporter_port: int = 5558
+    #: Extra labels on every metric, ``key1:value1,key2:value2`` (RocketMQ's metricsLabel).
+    metrics_label: str = ""
 
 
 #: YAML key (RocketMQ spelling) -> field name, for keys whose snake_case form differs.
@@ -269,6 +391,10 @@ class StoreConfig:
     warm_ahead_bytes: int = -1
     #: Accepted from RocketMQ's broker.conf; not used (SYNC_FLUSH always stages records in a write buffer).
     transient_store_pool_enable: bool = False
+    #: A store error that repeats (a put refused on a full disk, a record whose topic cannot become a consume
+    #: queue, a record recovery sets aside) is logged at most once per this many milliseconds per kind, with a
+    #: count of the ones held back in between.
+    store_error_log_interval_ms: int = 10_000
     # -- HA: master/slave replication (STORE.md §13; mq.daemon.broker.ha) ---------------------------------------
     #: haListenPort: -1 = listenPort + 1 (what BrokerStartup sets), 0 = an ephemeral port (tests)
     ha_listen_port: int = -1
@@ -342,6 +468,10 @@ class ClientConfig:
     call_timeout: float = 3.0
     #: BROADCASTING offsets: <dir>/<clientId>/<group>/offsets.json (rocketmq.client.localOffsetStoreDir).
     local_offset_store_dir: str = str(Path.home() / ".rocketmq_offsets")
+    #: Largest body, in bytes, a consumer inflates from a compressed message; a body that would inflate past
+    #: it is skipped with a WARNING, as a zlib bomb (4 MiB of zlib can inflate to 4 GiB). Producers check
+    #: maxMessageSize (4 MiB by default) before they compress, so real bodies stay far below.
+    max_inflated_body_size: int = 64 * 1024 * 1024
     #: ACL: with an access key every request is signed (RocketMQ's AclClientRPCHook)
     access_key: str = ""
     #: ACL: the secret key that signs requests with ``access_key``.
@@ -428,7 +558,7 @@ class ConsumerConfig:
 
 
 @dataclass(frozen=True, slots=True)
-class BrokerConfig:
+class BrokerConfig(RemotingServerConfig):
     """Broker settings: RocketMQ ``BrokerConfig`` / ``NettyServerConfig`` names in snake_case, 4.9 defaults.
 
     YAML (or broker.conf) keys use RocketMQ's spelling (``brokerName``, ``listenPort``, ``namesrvAddr``, ...);
@@ -517,10 +647,6 @@ class BrokerConfig:
     #: A queue lock (orderly consumption) not renewed for this long, ms, is free again
     #: (rocketmq.broker.rebalance.lockMaxLiveTime).
     rebalance_lock_max_live_time: int = 60_000
-    #: Connections with no traffic for this many seconds are closed (serverChannelMaxIdleTimeSeconds).
-    server_channel_max_idle_time_seconds: int = 120
-    #: Frame size limits of the broker's connections.
-    frame_limits: FrameLimits = field(default_factory=FrameLimits)
     # -- delivery (retry/DLQ, schedule, transactions, timer) ----------------------------------------------------
     #: delayOffset.json persistence period, ms (ScheduleMessageService: 10 s).
     flush_delay_offset_interval: int = 10_000
@@ -546,6 +672,10 @@ class BrokerConfig:
     timer_flush_interval_ms: int = 500
     #: Parked messages further ahead are re-put (renewed in the commit log) this often; < fileReservedTime.
     timer_roll_window_sec: int = 2 * 86_400
+    #: A delivery problem of the timer, schedule or transaction services that repeats (a message set aside
+    #: because its real topic is invalid or missing, a put that keeps failing) is logged at most once per this
+    #: many milliseconds per kind, with a count of the ones held back in between.
+    delivery_error_log_interval_ms: int = 10_000
     #: Request-reply: also store each reply in ``<cluster>_REPLY_TOPIC`` (storeReplyMessageEnable).
     store_reply_message_enable: bool = True
     #: plain ACL (RocketMQ's PlainAccessValidator): requests must be signed by an account of plain_acl.yml
@@ -557,6 +687,72 @@ class BrokerConfig:
     enable_property_filter: bool = False
     #: SQL92 filters also apply to the group's %RETRY% topic
     filter_support_retry: bool = False
+    # -- metrics (RocketMQ 5's BrokerMetricsManager settings) ------------------------------------------------
+    #: Metrics exporter: ``PROM`` serves Prometheus metrics over HTTP, ``DISABLE`` (the default) serves none.
+    metrics_exporter_type: str = "DISABLE"
+    #: Address the metrics endpoint binds; empty: the broker's own ``host`` (bind address).
+    metrics_prom_exporter_host: str = ""
+    #: Port of the broker's metrics endpoint (``/metrics``); 0: any free port.
+    metrics_prom_exporter_port: int = 5557
+    #: Extra labels on every metric, ``key1:value1,key2:value2`` (RocketMQ's metricsLabel).
+    metrics_label: str = ""
+    # -- RocketMQ 5 pop consumption (mq.daemon.broker.pop) ---------------------------------------------------
+    #: Pop retry topics are named %RETRY%{group}+{topic} instead of %RETRY%{group}_{topic} (5.3's default)
+    enable_retry_topic_v2: bool = False
+    #: Percent of pops that read the group's pop retry topic before the topic itself
+    pop_from_retry_probability: int = 20
+    #: A new pop group starts at offset 0 when the queue's first message is still in memory (else at the end)
+    init_pop_offset_by_check_msg_in_mem: bool = True
+    #: Stop popping a queue for a group while it has more than popInflightMessageThreshold un-acked messages
+    enable_pop_message_threshold: bool = True
+    #: Un-acked (popped, not yet acked or revived) messages per group and queue before pops skip the queue
+    pop_inflight_message_threshold: int = 10_000
+    #: Held (long-polling) pop requests in total; beyond it a pop with nothing to return gets POLLING_FULL
+    max_pop_polling_size: int = 100_000
+    #: Held pop requests per topic and group; beyond it POLLING_FULL
+    pop_polling_size: int = 1024
+    #: Longest pollTime a pop may ask for, ms (longer ones are cut to it)
+    pop_max_poll_time_ms: int = 60_000
+    #: Longest invisible time a pop or change-invisible-time may ask for, ms (12 h; must stay below
+    #: fileReservedTime, as the checkpoint that brings a message back lives in the commit log)
+    max_invisible_time_mills: int = 12 * 3_600_000
+    #: Pop revive tick, ms: an un-acked message comes back within this (plus popReviveMarginMs) of its time
+    pop_revive_precision_ms: int = 100
+    #: Seconds of revive times held by one pop revive bucket file
+    pop_revive_bucket_span_sec: int = 60
+    #: Pop revive checkpoint (bucket fsync, offsets, order info, checkpoint.json) period, ms
+    pop_revive_flush_interval_ms: int = 500
+    #: A due checkpoint waits this much longer (ms) before its un-acked messages are revived (clock jitter)
+    pop_revive_margin_ms: int = 200
+    #: Receipt handles remembered as acked or replaced until they expire, so a late ack of a replaced handle
+    #: answers INVALID and a change of a finished one is refused; beyond this many the oldest are forgotten
+    pop_finished_handles: int = 100_000
+    # -- gRPC endpoint (RocketMQ 5 clients; mq.daemon.proxy) ------------------------------------------------------
+    #: Port of the gRPC endpoint for RocketMQ 5.x clients (RocketMQ proxy's grpcServerPort); -1: no gRPC
+    #: endpoint; 0: any free port (also what a broker on an ephemeral listenPort 0 gets with the default 8081).
+    grpc_server_port: int = 8081
+    #: Address the gRPC endpoint binds; empty: the broker's bind address (``host``).
+    grpc_bind_address: str = ""
+    #: Most gRPC client sessions (distinct x-mq-client-id) served at once; beyond it new clients get TOO_MANY_REQUESTS.
+    grpc_max_sessions: int = 10_000
+    #: Seconds a QueryRoute answer built from the name server's route is reused.
+    grpc_route_cache_seconds: float = 5.0
+    #: Shortest invisible time a ReceiveMessage may ask for, ms (RocketMQ proxy: 10 s).
+    grpc_min_invisible_time_ms: int = 10_000
+    #: Longest invisible time a ReceiveMessage or ChangeInvisibleDuration may ask for, ms (12 h).
+    grpc_max_invisible_time_ms: int = 12 * 3_600_000
+    #: Invisible time given to push consumers' messages (auto_renew), ms; renewed while the client holds them.
+    grpc_default_invisible_time_ms: int = 60_000
+    #: Renew an auto-renewed message this long before its invisible time ends, ms.
+    grpc_renew_ahead_ms: int = 10_000
+    #: Stop renewing a message a push consumer has held this long, ms (RocketMQ: 3 h).
+    grpc_renew_max_hold_ms: int = 3 * 3_600_000
+    #: Shortest long polling of a ReceiveMessage, ms (RocketMQ proxy: 5 s); a call with less time left fails.
+    grpc_min_long_polling_ms: int = 5_000
+    #: Longest long polling of a ReceiveMessage, ms (RocketMQ proxy: 20 s); also what Settings tell consumers.
+    grpc_max_long_polling_ms: int = 20_000
+    #: Messages returned by one ReceiveMessage at most (RocketMQ: 32).
+    grpc_max_receive_batch: int = 32
 
     @property
     def advertised_host(self) -> str:
@@ -593,14 +789,14 @@ def broker_configs_from_mapping(data: dict[str, Any], *, source: str = "config",
         if key in BROKER_IGNORED_KEYS:
             continue
         bname = _BROKER_ALIASES.get(key) or (key if key in broker_names else _snake(key))
-        if bname in broker_names and bname != "frame_limits":
+        if bname in broker_names:
             broker_part[key] = value
             continue
         sname = key if key in store_names else _snake(key)
         if sname in store_names:
             store_part[sname] = value
             continue
-        accepted = sorted(set(_BROKER_ALIASES) | {n for n in broker_names if n != "frame_limits"} | store_names)
+        accepted = sorted(set(_BROKER_ALIASES) | broker_names | store_names)
         raise ConfigError(f"{source}: unknown key {key!r}; accepted keys: {', '.join(accepted)}")
     broker = from_mapping(BrokerConfig, broker_part, source=source, aliases=_BROKER_ALIASES)
     store = from_mapping(StoreConfig, store_part, source=source)
@@ -628,3 +824,44 @@ class OrderlyConfig:
     consume_lock_wait: float = 1.0
     #: MAX_TIME_CONSUME_CONTINUOUSLY: one queue yields to the others after consuming this long.
     max_time_consume_continuously: float = 60.0
+
+
+@dataclass(frozen=True, slots=True)
+class DashboardConfig:
+    """The web console (``mq dashboard``): where it listens, the cluster it shows and who may use it."""
+
+    #: Address the console binds to (``--host`` overrides it). Any address but a loopback one requires a login:
+    #: the console refuses to start without ``usersFile``.
+    host: str = "127.0.0.1"
+    #: HTTP port of the console (``--port`` overrides it).
+    listen_port: int = 8080
+    #: Name servers of the cluster shown, ``;``-separated; empty: ``-n``, else ``$NAMESRV_ADDR``, else
+    #: 127.0.0.1:9876.
+    namesrv_addr: str = ""
+    #: ACL: the access key the console signs its requests with (a cluster with aclEnable); empty: unsigned.
+    access_key: str = ""
+    #: ACL: the secret key that goes with ``accessKey``.
+    secret_key: str = field(default="", repr=False)
+    #: YAML file of the accounts that may log in (``users: [{username, password, role}]``, passwords hashed with
+    #: ``mq dashboard hash-password``); empty: no login, allowed only on a loopback address.
+    users_file: str = ""
+    #: Ask for a login even on a loopback address (needs ``usersFile``).
+    login_required: bool = False
+    #: Secret that signs session cookies; empty: a random one at each start (everyone logs in again after a
+    #: restart).
+    session_secret: str = field(default="", repr=False)
+    #: A login lasts this long, seconds.
+    session_max_age: int = 8 * 3600
+    #: Session cookies only over HTTPS (set it when a TLS proxy is in front of the console).
+    secure_cookies: bool = False
+    #: Folder where ``mq trace analyze --html`` reports are written; the newest ``*.html`` in it is shown.
+    #: Empty: no report page.
+    trace_report_dir: str = ""
+    #: Trace topic that message traces are read from.
+    trace_topic: str = "RMQ_SYS_TRACE_TOPIC"
+    #: Live figures (lag, TPS, cluster state) refresh this often, seconds.
+    refresh_interval: float = 5.0
+    #: Timeout of each call the console makes to a name server or broker, seconds.
+    admin_timeout: float = 5.0
+    #: Most messages a query by time range or by key shows (newest first).
+    max_query_messages: int = 500

@@ -1,7 +1,7 @@
 """The configuration reference of docs/operations.md, generated from the config dataclasses.
 
-Every key of the name server's and the broker's config files (``NamesrvConfig``, ``BrokerConfig``, ``StoreConfig``
-and the dataclasses nested in them) with its default and the ``#:`` comment written above its field in
+Every key of the name server's, the broker's and the web console's config files (``NamesrvConfig``,
+``BrokerConfig``, ``StoreConfig``, ``DashboardConfig`` and the dataclasses nested in them) with its default and the ``#:`` comment written above its field in
 mq/config.py. tests/unit/test_config_reference.py fails when a field has no comment or the document is out of
 date; regenerate it with::
 
@@ -31,6 +31,7 @@ SECTIONS: tuple[tuple[type, str, str, dict[str, str]], ...] = (
     (C.BrokerConfig, "Broker", "the file given to `mq broker start --config FILE` (YAML or broker.conf's "
                                "`key=value` lines)", C._BROKER_ALIASES),
     (C.StoreConfig, "Store", "the broker's file, beside the broker keys", {}),
+    (C.DashboardConfig, "Web console", "the file given to `mq dashboard --config FILE`", {}),
 )
 
 
@@ -48,7 +49,16 @@ def yaml_key(field_name: str, aliases: dict[str, str]) -> str:
 
 
 def field_comments(cls: type) -> dict[str, str]:
-    """Field name -> the text of the ``#:`` lines directly above it in the class's source."""
+    """Field name -> the text of the ``#:`` lines directly above it in the source of the class that declares it
+    (the class itself or a dataclass it inherits from, such as ``RemotingServerConfig``)."""
+    out: dict[str, str] = {}
+    for klass in reversed(cls.__mro__):
+        if dataclasses.is_dataclass(klass) and klass.__module__ == cls.__module__:
+            out.update(_own_field_comments(klass))
+    return out
+
+
+def _own_field_comments(cls: type) -> dict[str, str]:
     source = inspect.getsource(sys.modules[cls.__module__])
     lines = source.splitlines()
     for node in ast.parse(source).body:
@@ -77,8 +87,8 @@ def nested_types(cls: type) -> dict[str, type]:
 
 def load_keys(cls: type, mapping: dict[str, Any]) -> Any:
     """Build ``cls`` from a config-file mapping the way the daemons do (``ConfigError`` for what they refuse)."""
-    if cls is C.NamesrvConfig:
-        return C.from_mapping(C.NamesrvConfig, mapping)
+    if cls in (C.NamesrvConfig, C.DashboardConfig):
+        return C.from_mapping(cls, mapping)
     broker, store = C.broker_configs_from_mapping(mapping)
     return broker if cls is C.BrokerConfig else store
 

@@ -4,7 +4,8 @@
 not exceptions; exceptions are for failures a caller must handle or a user must read.
 
 - ``LocalProtocolError``: we were asked to send something the protocol cannot carry (a bug or misuse here).
-- ``RemoteProtocolError``: the peer sent bytes that break the protocol (bad frame, bad header).
+- ``RemoteProtocolError``: the peer sent bytes that break the protocol (bad frame, bad header);
+  ``RecordContentError``: a stored record that is framed right but whose body or topic cannot be decoded.
 - ``RemotingError`` and subclasses: transport failures (connect, timeout, closed connection).
 - ``BrokerError``: a peer answered with a non-success response code; ``from_response`` maps the code
   to a subclass through one table, and ``retriable`` tells the producer whether to try another queue.
@@ -35,6 +36,27 @@ class RemoteProtocolError(ProtocolError):
     """The peer sent bytes that are not a valid RocketMQ frame or header."""
 
 
+class HeaderFieldError(RemoteProtocolError):
+    """A request header field is missing or does not parse as its Java type; ``field`` is its wire name."""
+
+    def __init__(self, message: str, *, header: str = "", field: str = "") -> None:
+        super().__init__(message)
+        self.header = header
+        self.field = field
+
+
+class RecordContentError(RemoteProtocolError):
+    """A stored message record whose framing holds but whose content cannot be decoded: a body flagged
+    compressed that does not inflate (or inflates past the limit, or uses a codec this client lacks), a topic
+    that is not UTF-8. ``size`` is the record's whole size, so a reader can step over it to the next record;
+    ``stored`` is the record decoded as it is stored (body not inflated), for tools that show it."""
+
+    def __init__(self, message: str, *, size: int = 0, stored: object = None) -> None:
+        super().__init__(message)
+        self.size = size
+        self.stored = stored
+
+
 class RemotingError(MQError):
     """The transport failed: connect, send, or receive."""
 
@@ -59,6 +81,14 @@ class RequestTimeoutError(RemotingTimeoutError):
 
 class ConnectionClosedError(RemotingError):
     """The connection closed while a request was pending."""
+
+
+class ConnectionBusyError(RemotingError):
+    """A request to a peer was not sent: the peer has not read what was already sent to it."""
+
+
+class TopicAttributeError(MQError):
+    """A RocketMQ 5 topic attribute change that is malformed or not allowed; the message names the key and rule."""
 
 
 class InvalidTopicError(MQError):

@@ -18,7 +18,7 @@ def default_store_dir() -> Path:
 
 def build_configs(config_file: Path | None, *, namesrv: str | None, host: str | None, port: int | None,
                   advertise: str | None, store: Path | None, broker_name: str | None, cluster: str | None,
-                  broker_id: int | None):
+                  broker_id: int | None, grpc_port: int | None = None):
     """(BrokerConfig, StoreConfig) from an optional broker.yaml / broker.conf plus command-line overrides."""
     import dataclasses
 
@@ -32,7 +32,8 @@ def build_configs(config_file: Path | None, *, namesrv: str | None, host: str | 
         bcfg, scfg = BrokerConfig(), base_store
     over = {k: v for k, v in (("namesrv_addr", namesrv), ("host", host), ("listen_port", port),
                               ("broker_ip1", advertise), ("broker_name", broker_name),
-                              ("broker_cluster_name", cluster), ("broker_id", broker_id)) if v is not None}
+                              ("broker_cluster_name", cluster), ("broker_id", broker_id),
+                              ("grpc_server_port", grpc_port)) if v is not None}
     bcfg = dataclasses.replace(bcfg, **over)
     if store is not None:
         scfg = dataclasses.replace(scfg, store_path_root_dir=str(store))
@@ -56,13 +57,15 @@ def broker() -> None:
 @click.option("--broker-name", default=None, help="Broker name.  [default: broker-a]")
 @click.option("--cluster", default=None, help="Cluster name.  [default: DefaultCluster]")
 @click.option("--broker-id", type=int, default=None, help="0 = master.  [default: 0]")
+@click.option("--grpc-port", type=int, default=None,
+              help="gRPC endpoint port for RocketMQ 5.x clients (grpcServerPort); -1: none.  [default: 8081]")
 @click.option("--config", "config_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="YAML or broker.conf file with RocketMQ keys (brokerName, listenPort, storePathRootDir, ...).")
 @daemon_options("broker")
 @click.pass_context
 def start(ctx: click.Context, namesrv: str | None, host: str | None, port: int | None, advertise: str | None,
           store: Path | None, broker_name: str | None, cluster: str | None, broker_id: int | None,
-          config_file: Path | None, daemon: bool, pid_file: Path | None, log_file: Path | None,
+          grpc_port: int | None, config_file: Path | None, daemon: bool, pid_file: Path | None, log_file: Path | None,
           log_level: str) -> None:
     """Start the broker (foreground unless --daemon)."""
     from mq.daemon import runtime
@@ -70,7 +73,8 @@ def start(ctx: click.Context, namesrv: str | None, host: str | None, port: int |
     if namesrv is None and not (config_file and _file_sets_namesrv(config_file)):
         namesrv = getattr(ctx.obj, "namesrv", None) or "127.0.0.1:9876"
     bcfg, scfg = build_configs(config_file, namesrv=namesrv, host=host, port=port, advertise=advertise,
-                               store=store, broker_name=broker_name, cluster=cluster, broker_id=broker_id)
+                               store=store, broker_name=broker_name, cluster=cluster, broker_id=broker_id,
+                               grpc_port=grpc_port)
     pid_file = pid_file or runtime.default_pid_file("broker")
     existing = runtime.running_pid(pid_file)
     if existing is not None:
@@ -80,7 +84,8 @@ def start(ctx: click.Context, namesrv: str | None, host: str | None, port: int |
         argv = [sys.executable, "-m", "mq.cli.main", "broker", "start", "--namesrv", bcfg.namesrv_addr,
                 "--host", bcfg.host, "--port", str(bcfg.listen_port), "--store", scfg.store_path_root_dir,
                 "--broker-name", bcfg.broker_name, "--cluster", bcfg.broker_cluster_name, "--broker-id",
-                str(bcfg.broker_id), "--pid-file", str(pid_file), "--log-level", log_level]
+                str(bcfg.broker_id), "--grpc-port", str(bcfg.grpc_server_port), "--pid-file", str(pid_file),
+                "--log-level", log_level]
         if bcfg.broker_ip1:
             argv += ["--advertise", bcfg.broker_ip1]
         if config_file:
@@ -96,9 +101,17 @@ def start(ctx: click.Context, namesrv: str | None, host: str | None, port: int |
     runtime.setup_logging(log_level)
     runtime.serve_in_foreground(
         lambda: BrokerController(bcfg, store_config=scfg), pid_file=pid_file,
-        banner=lambda ctrl: (f"broker {bcfg.broker_name} listening on {ctrl.address}, store "
-                             f"{scfg.store_path_root_dir}, name servers {bcfg.namesrv_addr or '(none)'} "
-                             "(Ctrl-C to stop)"))
+        banner=lambda ctrl: (f"broker {bcfg.broker_name} listening on {ctrl.address}"
+                             f"{grpc_banner(ctrl)}, store {scfg.store_path_root_dir}, name servers "
+                             f"{bcfg.namesrv_addr or '(none)'}"
+                             + (f", metrics {ctrl.metrics.url}" if ctrl.metrics is not None else "")
+                             + " (Ctrl-C to stop)"))
+
+
+def grpc_banner(ctrl) -> str:
+    """", gRPC host:port" for a broker serving RocketMQ 5.x clients, else ""."""
+    grpc = getattr(ctrl, "grpc", None)
+    return f", gRPC (RocketMQ 5.x clients) {grpc.advertised_address}" if grpc is not None else ""
 
 
 def _file_sets_namesrv(path: Path) -> bool:

@@ -8,41 +8,8 @@ import click
 from mq.cli.common import json_option, with_admin
 
 
-def first_number(text: str | None) -> float:
-    """First token of a ``"x y z"`` TPS value as a float (mqadmin clusterList reads it this way); 0 if absent."""
-    if not text:
-        return 0.0
-    try:
-        return float(text.split()[0])
-    except (ValueError, IndexError):
-        return 0.0
-
-
-def _count(kv: dict[str, str], key: str) -> int:
-    try:
-        return int(kv.get(key) or 0)
-    except ValueError:
-        return 0
-
-
-def today_counts(kv: dict[str, str]) -> tuple[int, int]:
-    """(messages put today, messages got today) from the msgPutTotal*/msgGetTotal* keys."""
-    return (_count(kv, "msgPutTotalTodayNow") - _count(kv, "msgPutTotalTodayMorning"),
-            _count(kv, "msgGetTotalTodayNow") - _count(kv, "msgGetTotalTodayMorning"))
-
-
-def yesterday_counts(kv: dict[str, str]) -> tuple[int, int]:
-    """(messages put yesterday, messages got yesterday), as mqadmin's ``clusterList -m`` computes them."""
-    return (_count(kv, "msgPutTotalTodayMorning") - _count(kv, "msgPutTotalYesterdayMorning"),
-            _count(kv, "msgGetTotalTodayMorning") - _count(kv, "msgGetTotalYesterdayMorning"))
-
-
-def runtime_summary(kv: dict[str, str]) -> dict[str, object]:
-    """What clusterList shows of one broker's GET_BROKER_RUNTIME_INFO table."""
-    put_today, get_today = today_counts(kv)
-    return {"version": kv.get("brokerVersionDesc", ""), "inTps": first_number(kv.get("putTps")),
-            "outTps": first_number(kv.get("getTransferedTps")), "putToday": put_today, "getToday": get_today,
-            "commitLogDiskRatio": kv.get("commitLogDiskRatio", "")}
+# The runtime-table helpers live in the client (mq.client.broker_runtime), shared with the web console.
+from mq.client.broker_runtime import first_number, runtime_summary, today_counts, yesterday_counts  # noqa: E402,F401
 
 
 def _require_one_target(broker: str | None, cluster: str | None) -> None:

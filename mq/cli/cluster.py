@@ -34,42 +34,29 @@ def cluster_list(obj, more: bool, interval: float | None, json_mode: bool) -> No
 
 
 async def _fetch(admin):
-    from mq.errors import MQError
+    from mq.client.broker_runtime import cluster_overview
 
-    info = await admin.cluster_info()
-    runtime: dict[str, dict[str, str] | str] = {}
-    for bd in info.broker_addr_table.values():
-        for addr in bd.broker_addrs.values():
-            try:
-                runtime[addr] = await admin.fetch_broker_runtime_stats(addr)
-            except MQError as exc:
-                runtime[addr] = str(exc)
-    return info, runtime
+    return await cluster_overview(admin)
 
 
 def _counts(kv: dict[str, str]) -> dict[str, int]:
     """mqadmin's ``clusterList -m`` columns from the runtime table."""
-    from mq.cli.broker_admin import today_counts, yesterday_counts
+    from mq.client.broker_runtime import today_counts, yesterday_counts
 
     (in_y, out_y), (in_t, out_t) = yesterday_counts(kv), today_counts(kv)
     return {"inTotalYest": in_y, "outTotalYest": out_y, "inTotalToday": in_t, "outTotalToday": out_t}
 
 
 def _print_cluster(console, info, runtime: dict, more: bool) -> None:
-    from mq.cli.broker_admin import runtime_summary
+    from mq.client.broker_runtime import broker_rows, runtime_summary
 
     rows = []
-    for cluster in sorted(info.cluster_addr_table):
-        for name in sorted(info.cluster_addr_table[cluster]):
-            bd = info.broker_addr_table.get(name)
-            for bid, addr in sorted((bd.broker_addrs if bd else {}).items()):
-                rt = runtime.get(addr)
-                row = {"cluster": cluster, "brokerName": name, "brokerId": bid, "address": addr}
-                if isinstance(rt, dict):
-                    row.update(_counts(rt) if more else runtime_summary(rt))
-                else:
-                    row["error"] = rt
-                rows.append(row)
+    for row, rt in broker_rows(info, runtime):
+        if isinstance(rt, dict):
+            row.update(_counts(rt) if more else runtime_summary(rt))
+        else:
+            row["error"] = rt
+        rows.append(row)
     if console.json_mode:
         console.json({"clusters": rows, "clusterInfo": info.to_json_value()})
         return

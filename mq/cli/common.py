@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Iterable, TypeVar
+from typing import Any, Awaitable, Callable, TypeVar
 
 import click
+
+from mq.client.bounded import gather_bounded  # noqa: F401  (re-exported for the commands)
 
 T = TypeVar("T")
 
@@ -19,28 +20,30 @@ def bool_option(*decls: str, default: bool = False, **kw: Any):
                         show_default=True, **kw)
 
 
+def undecodable_reporter() -> Callable[[Any], None]:
+    """The ``on_undecodable`` of the CLI's consumers and admin sessions: each stored record a command steps over
+    because it cannot be decoded is one ``warning:`` line on stderr naming it (topic, queue, queue offset,
+    commit-log offset) and saying why."""
+    from mq.cli.console import Console
+
+    console = Console()
+
+    def report(skipped: Any) -> None:
+        console.warn(f"skipped {skipped.describe()}")
+    return report
+
+
 def with_admin(ctx_obj: Any, fn: Callable[[Any], Awaitable[T]], *, timeout: float = 5.0) -> T:
     """Run ``fn(admin)`` with an MQAdmin bound to the global name server addresses."""
     from mq.client.admin import MQAdmin
     from mq.remoting import run
 
     async def main() -> T:
-        async with MQAdmin(ctx_obj.namesrv_addrs, timeout=timeout, credentials=ctx_obj.credentials) as admin:
+        async with MQAdmin(ctx_obj.namesrv_addrs, timeout=timeout, credentials=ctx_obj.credentials,
+                           on_undecodable=undecodable_reporter()) as admin:
             return await fn(admin)
 
     return run(main())
-
-
-async def gather_bounded(fn: Callable[[Any], Awaitable[T]], items: Iterable[Any], limit: int) -> list[T]:
-    """``[await fn(x) for x in items]``, with at most ``limit`` calls in flight (a broker may have thousands of
-    topics or groups to ask about); results in the order of ``items``."""
-    gate = asyncio.Semaphore(limit)
-
-    async def one(x: Any) -> T:
-        async with gate:
-            return await fn(x)
-
-    return list(await asyncio.gather(*(one(x) for x in items)))
 
 
 def daemon_options(kind: str):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from mq.cli.common import json_option
+from mq.cli.common import json_option, undecodable_reporter
 from mq.cli.pull import message_row, row_cells, subscription_options
 from mq.cli.send import client_config
 
@@ -23,12 +23,20 @@ from mq.cli.send import client_config
 @click.option("--timeout", type=float, default=None, help="Stop after this many seconds.")
 @click.option("--trace", is_flag=True, help="Trace consumption (SubBefore/SubAfter records; see `mq trace -i`).")
 @click.option("--orderly", is_flag=True,
-              help="Orderly: lock each queue at its broker and consume it one message at a time, in queue order.")
+              help="Orderly: lock each queue at its broker and consume it one message at a time, in queue order "
+                   "(with --pop: a FIFO pop).")
+@click.option("--pop", is_flag=True,
+              help="Receive with pop (RocketMQ 5): each message is invisible to the group for --invisible-time and "
+                   "acked once printed; an un-acked one comes back with its delivery attempt raised.")
+@click.option("--invisible-time", type=click.IntRange(min=0), default=60_000, show_default=True,
+              help="With --pop: ms a received message stays invisible to the group.")
+@click.option("--no-ack", is_flag=True, help="With --pop: do not ack (the messages come back later).")
 @json_option
 @click.pass_obj
 def consume(obj, topic, group, expression, sql, count, broadcast, from_, timeout, json_mode, trace=False,
-             orderly=False) -> None:
-    """Consume with a push consumer and print each message (id, tags, keys, queue, offset, store time, body)."""
+             orderly=False, pop=False, invisible_time=60_000, no_ack=False) -> None:
+    """Consume with a push consumer (or with pop: --pop) and print each message (id, tags, keys, queue, offset,
+    store time, body)."""
     import asyncio
 
     import orjson
@@ -44,6 +52,18 @@ def consume(obj, topic, group, expression, sql, count, broadcast, from_, timeout
     validate_group(group)
     expression, expression_type = subscription_options(expression, sql)
     console = Console(json_mode=json_mode)
+    if pop:
+        if broadcast or trace:
+            raise click.UsageError("--pop takes neither --broadcast nor --trace")
+        from mq.cli.consume_pop import consume_pop
+
+        n = consume_pop(obj, topic, group, expression, expression_type, count, from_, timeout, json_mode, orderly,
+                        invisible_time, not no_ack)
+        if not json_mode:
+            console.note(f"{n} message(s) consumed")
+        return
+    if no_ack:
+        raise click.UsageError("--no-ack needs --pop")
     seen = 0
 
     async def main() -> int:
@@ -68,7 +88,8 @@ def consume(obj, topic, group, expression, sql, count, broadcast, from_, timeout
 
         cfg = ConsumerConfig(group=group, message_model="BROADCASTING" if broadcast else "CLUSTERING",
                              consume_from_where=from_.upper(), consume_thread_max=1)
-        consumer = PushConsumer(cfg, listener, client_config(obj), orderly=orderly)
+        consumer = PushConsumer(cfg, listener, client_config(obj), orderly=orderly,
+                                on_undecodable=undecodable_reporter())
         consumer.subscribe(topic, expression, expression_type)
         if trace:
             from mq.trace.enable import enable_trace

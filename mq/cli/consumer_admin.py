@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import datetime as _dt
 import re
-from typing import Any, Iterable
+from typing import Any
 
 import click
 
 from mq.cli.common import bool_option, gather_bounded, json_option, with_admin
+# consume progress lives in the client (the web console shows it too); re-exported for the other commands
+from mq.client.group_admin import progress_rows, progress_totals  # noqa: F401
 
 _MQADMIN_TIME = re.compile(r"^(\d{4})-(\d{2})-(\d{2})#(\d{2}):(\d{2}):(\d{2}):(\d{3})$")
 
@@ -48,16 +50,6 @@ def format_ms(ms: int | None) -> str:
     return _dt.datetime.fromtimestamp(ms / 1000).strftime("%Y-%m-%d %H:%M:%S.") + f"{ms % 1000:03d}"
 
 
-def progress_rows(offset_table: dict) -> list[dict[str, Any]]:
-    """ConsumeStats.offsetTable -> rows sorted by (topic, broker, queue) with ``diff`` = broker - consumer."""
-    rows = []
-    for mq, ow in sorted(offset_table.items()):
-        rows.append({"topic": mq.topic, "brokerName": mq.broker_name, "queueId": mq.queue_id,
-                     "brokerOffset": ow.broker_offset, "consumerOffset": ow.consumer_offset,
-                     "diff": ow.broker_offset - ow.consumer_offset, "lastTimestamp": ow.last_timestamp})
-    return rows
-
-
 async def queue_owners(admin, group: str) -> dict[tuple[str, str, int], str]:
     """(topic, brokerName, queueId) -> the address of the client consuming it, from each online client's running
     info (mqadmin ``consumerProgress -s``); a client that does not answer is left out."""
@@ -78,13 +70,6 @@ async def queue_owners(admin, group: str) -> dict[tuple[str, str, int], str]:
         for r in info["mqTable"]:
             owners[(r["topic"], r["brokerName"], r["queueId"])] = c.client_addr
     return owners
-
-
-def progress_totals(rows: Iterable[dict[str, Any]]) -> dict[str, int]:
-    rows = list(rows)
-    return {"queues": len(rows), "brokerOffset": sum(r["brokerOffset"] for r in rows),
-            "consumerOffset": sum(r["consumerOffset"] for r in rows), "diff": sum(r["diff"] for r in rows),
-            "lastTimestamp": max((r["lastTimestamp"] for r in rows), default=0)}
 
 
 def _valid_addr(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
@@ -113,7 +98,6 @@ def _time_option(value: str, *, now_ms: int | None = None) -> int:
 def consumer_progress(obj, group: str | None, topic: str | None, show_client: bool, json_mode: bool) -> None:
     """Show consume progress: per queue broker offset, consumer offset, diff and last time, then totals."""
     from mq.cli.console import Console
-    from mq.errors import ConsumerNotOnlineError
 
     console = Console(json_mode=json_mode)
     if show_client and not group:
@@ -135,38 +119,22 @@ def consumer_progress(obj, group: str | None, topic: str | None, show_client: bo
         if not rows:
             console.note(f"group {group} has no consume progress on any broker")
         client_col = ["Client"] if owners is not None else []
+        pop = totals["inflight"] > 0  # popped messages not yet acked (RocketMQ 5 pop consumers)
         console.table(f"Consume progress of {group}",
-                      ["Topic", "Broker", "QID", "Broker Offset", "Consumer Offset", *client_col, "Diff", "Last Time"],
+                      ["Topic", "Broker", "QID", "Broker Offset", "Consumer Offset", *client_col, "Diff",
+                       *(["Inflight"] if pop else []), "Last Time"],
                       [(r["topic"], r["brokerName"], r["queueId"], r["brokerOffset"], r["consumerOffset"],
                         *([r["clientIp"] or "-"] if owners is not None else []), r["diff"],
-                        format_ms(r["lastTimestamp"])) for r in rows],
-                      justify={c: "right" for c in ("QID", "Broker Offset", "Consumer Offset", "Diff")})
-        console.line(f"Consume TPS: {stats.consume_tps:.2f}   Diff Total: {totals['diff']}")
+                        *([r["inflight"]] if pop else []), format_ms(r["lastTimestamp"])) for r in rows],
+                      justify={c: "right" for c in ("QID", "Broker Offset", "Consumer Offset", "Diff", "Inflight")})
+        console.line(f"Consume TPS: {stats.consume_tps:.2f}   Diff Total: {totals['diff']}"
+                     + (f"   Inflight Total: {totals['inflight']}" if pop else ""))
         return
 
     async def every_group(admin) -> list[dict[str, Any]]:
-        from mq.common.topic import RETRY_GROUP_TOPIC_PREFIX
+        from mq.client.group_admin import consumer_groups, group_row
 
-        groups: set[str] = set()
-        for addr in (await admin.master_addrs()).values():
-            for key in await admin.get_all_consumer_offset(addr):
-                groups.add(key.rpartition("@")[2])
-        groups |= {t[len(RETRY_GROUP_TOPIC_PREFIX):] for t in await admin.topic_list()
-                   if t.startswith(RETRY_GROUP_TOPIC_PREFIX)}
-        async def row(g: str) -> dict[str, Any]:
-            stats = await admin.examine_consume_stats_all(g)
-            try:
-                cc = await admin.examine_consumer_connection_all(g)
-                count, ctype, model = (len(cc.connection_set), cc.consume_type.name if cc.consume_type else "",
-                                       cc.message_model.name if cc.message_model else "")
-                version = ",".join(sorted({str(c.version) for c in cc.connection_set}))
-            except ConsumerNotOnlineError:
-                count, ctype, model, version = 0, "", "", ""
-            totals = progress_totals(progress_rows(stats.offset_table))
-            return {"group": g, "clients": count, "version": version, "consumeType": ctype, "messageModel": model,
-                    "consumeTps": stats.consume_tps, "diffTotal": totals["diff"], "queues": totals["queues"]}
-
-        return await gather_bounded(row, sorted(groups), 16)
+        return await gather_bounded(lambda g: group_row(admin, g), sorted(await consumer_groups(admin)), 16)
 
     rows = with_admin(obj, every_group)
     if json_mode:
@@ -218,22 +186,11 @@ def consumer_connection(obj, group: str, broker: str | None, json_mode: bool) ->
 def producer_connection(obj, group: str, topic: str, json_mode: bool) -> None:
     """Show the online clients of a producer group."""
     from mq.cli.console import Console
-    from mq.errors import BrokerError
 
     async def fetch(admin) -> list:
-        seen: dict[str, Any] = {}
-        errors = []
-        for addr in (await admin.topic_master_addrs(topic)).values():
-            try:
-                pc = await admin.examine_producer_connection_info(addr, group)
-            except BrokerError as exc:
-                errors.append(exc)
-                continue
-            for c in pc.connection_set:
-                seen.setdefault(c.client_id, c)
-        if not seen:
-            raise errors[0] if errors else BrokerError(1, f"producer group {group!r}: no broker of {topic}")
-        return list(seen.values())
+        from mq.client.group_admin import producer_connections
+
+        return await producer_connections(admin, group, topic)
 
     conns = with_admin(obj, fetch)
     console = Console(json_mode=json_mode)
@@ -268,15 +225,9 @@ def reset_offset_by_time(obj, group: str, topic: str, when: str, force: bool, no
     force = force and not no_force
 
     async def run(admin) -> dict:
-        from mq.errors import ConsumerNotOnlineError
+        from mq.client.group_admin import reset_offset_by_time as reset
 
-        table = {}
-        for addr in (await admin.topic_master_addrs(topic)).values():
-            try:
-                table.update(await admin.reset_offset_by_timestamp(addr, topic, group, ts, force, cplus))
-            except ConsumerNotOnlineError:  # a Java broker and an offline group: commit the offsets ourselves
-                table.update(await admin.reset_offset_by_time_old(addr, topic, group, ts, force))
-        return table
+        return await reset(admin, topic, group, ts, force, cplus)
 
     table = with_admin(obj, run)
     rows = [{"topic": mq.topic, "brokerName": mq.broker_name, "queueId": mq.queue_id, "offset": off}
@@ -354,6 +305,23 @@ def _require_target(cluster: str | None, broker: str | None) -> None:
         raise click.UsageError("give exactly one of -c/--cluster and -b/--broker-addr")
 
 
+def _retry_policy(text: str | None):
+    """``--groupRetryPolicy`` JSON as a GroupRetryPolicy (None when not given); BadParameter when it is not one."""
+    if text is None:
+        return None
+    from mq.errors import RemoteProtocolError
+    from mq.protocol.bodies import GroupRetryPolicy, retry_policy_problem
+
+    try:
+        policy = GroupRetryPolicy.from_json(text.encode())
+    except RemoteProtocolError as exc:
+        raise click.BadParameter(f"not a group retry policy: {exc}", param_hint="-p/--groupRetryPolicy") from None
+    bad = retry_policy_problem(policy)
+    if bad:
+        raise click.BadParameter(bad, param_hint="-p/--groupRetryPolicy")
+    return policy
+
+
 @click.command("updateSubGroup")
 @click.option("-g", "--group", "--groupName", "group", required=True, help="Consumer group name.")
 @click.option("-c", "--cluster", "--clusterName", "cluster", help="Create on every master of this cluster.")
@@ -374,12 +342,19 @@ def _require_target(cluster: str | None, broker: str | None) -> None:
               "which_broker_when_consume_slowly", type=click.IntRange(0), default=1, show_default=True)
 @click.option("-a", "--notify-consumer-ids-changed", "--notifyConsumerIdsChanged", "notify_consumer_ids_changed",
               type=bool, default=True, show_default=True)
+@click.option("-o", "--consume-message-orderly", "--consumeMessageOrderly", "consume_message_orderly", type=bool,
+              default=None, help="RocketMQ 5: a FIFO group (5.x consumers receive each queue in order).")
+@click.option("-p", "--group-retry-policy", "--groupRetryPolicy", "group_retry_policy",
+              help='RocketMQ 5 retry backoff as JSON: {"type":"EXPONENTIAL","exponentialRetryPolicy":{"initial":'
+                   '1000,"max":60000,"multiplier":2}} or {"type":"CUSTOMIZED","customizedRetryPolicy":'
+                   '{"next":[1000,5000]}}.')
 @json_option
 @click.pass_obj
 def update_sub_group(obj, group: str, cluster: str | None, broker: str | None, consume_enable: bool,
                      consume_from_min_enable: bool, consume_broadcast_enable: bool, retry_queue_nums: int,
                      retry_max_times: int, broker_id: int, which_broker_when_consume_slowly: int,
-                     notify_consumer_ids_changed: bool, json_mode: bool) -> None:
+                     notify_consumer_ids_changed: bool, consume_message_orderly: bool | None,
+                     group_retry_policy: str | None, json_mode: bool) -> None:
     """Create or update a subscription group on brokers."""
     from mq.cli.console import Console
     from mq.common.topic import validate_group
@@ -389,7 +364,8 @@ def update_sub_group(obj, group: str, cluster: str | None, broker: str | None, c
     validate_group(group)
     cfg = SubscriptionGroupConfig(group, consume_enable, consume_from_min_enable, consume_broadcast_enable,
                                   retry_queue_nums, retry_max_times, broker_id, which_broker_when_consume_slowly,
-                                  notify_consumer_ids_changed)
+                                  notify_consumer_ids_changed, consume_message_orderly or None,
+                                  _retry_policy(group_retry_policy))
 
     async def run(admin) -> list[str]:
         addrs = list((await _target_addrs(admin, cluster, broker)).values())
@@ -418,19 +394,14 @@ def delete_sub_group(obj, group: str, cluster: str | None, broker: str | None, r
                      json_mode: bool) -> None:
     """Delete a subscription group (and its %RETRY%/%DLQ% topics) from brokers."""
     from mq.cli.console import Console
-    from mq.common.topic import dlq_topic, retry_topic
 
     _require_target(cluster, broker)
 
     async def run(admin) -> list[str]:
-        addrs = list((await _target_addrs(admin, cluster, broker)).values())
-        for addr in addrs:
-            await admin.delete_subscription_group(addr, group, remove_offset)
-            for t in (retry_topic(group), dlq_topic(group)):
-                await admin.delete_topic_in_broker(addr, t)
-        for t in (retry_topic(group), dlq_topic(group)):
-            await admin.delete_topic_in_all_namesrv(t, cluster)
-        return addrs
+        from mq.client.group_admin import delete_subscription_group
+
+        addrs = (await _target_addrs(admin, cluster, broker)).values()
+        return await delete_subscription_group(admin, group, addrs, cluster=cluster, remove_offset=remove_offset)
 
     addrs = with_admin(obj, run)
     console = Console(json_mode=json_mode)

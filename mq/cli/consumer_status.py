@@ -24,10 +24,7 @@ from typing import Any, Iterable, Sequence
 import click
 
 from mq.cli.common import json_option, with_admin
-
-#: MQVersion ordinals from V4_0_0_SNAPSHOT on run SNAPSHOT, release for every x.y.z up to V5_9_9.
-_V4_0_0_SNAPSHOT = 212
-_V5_9_9 = 611
+from mq.protocol.versions import version_desc
 
 #: A push consumer whose queue holds messages but consumed nothing for this long is reported (as mqadmin).
 BLOCKED_AFTER_MS = 60_000
@@ -36,16 +33,6 @@ BLOCKED_AFTER_MS = 60_000
 # ---------------------------------------------------------------------------------------------------------
 # pure helpers
 # ---------------------------------------------------------------------------------------------------------
-def version_desc(ordinal: int) -> str:
-    """A client's MQVersion ordinal as its name: 401 -> ``V4_9_4``; outside 4.0.0..5.9.9 the number."""
-    if not _V4_0_0_SNAPSHOT <= ordinal <= _V5_9_9:
-        return str(ordinal)
-    idx = ordinal - _V4_0_0_SNAPSHOT
-    n = idx // 2
-    name = f"V{4 + n // 100}_{n // 10 % 10}_{n % 10}"
-    return name + ("_SNAPSHOT" if idx % 2 == 0 else "")
-
-
 def _queue_of(key: Any) -> dict[str, Any]:
     """An ``mqTable`` key (fastjson object key, a dict, or text) as {topic, brokerName, queueId}."""
     if hasattr(key, "as_dict"):

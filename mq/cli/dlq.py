@@ -20,95 +20,10 @@ from typing import Any
 
 import click
 
-from mq.cli.common import json_option
+from mq.cli.common import json_option, undecodable_reporter
 
-#: Properties that describe where a message was parked or stored, not what it is.
-BOOKKEEPING = frozenset({"REAL_TOPIC", "REAL_QID", "DELAY", "CLUSTER", "MIN_OFFSET", "MAX_OFFSET", "WAIT",
-                         "TRAN_MSG", "PGROUP", "TRANSACTION_CHECK_TIMES", "TRAN_PREPARED_QUEUE_OFFSET",
-                         "__STARTDELIVERTIME", "TIMER_DELIVER_MS", "TIMER_DELAY_SEC", "TIMER_OUT_MS",
-                         "TIMER_ROLL_TIMES", "RECONSUME_TIME", "MAX_RECONSUME_TIMES", "CONSUME_START_TIME"})
-PULL_BATCH = 32
-
-
-def resend_target(msg: Any, group: str, to_topic: str | None, to_original: bool) -> str:
-    from mq.common import properties as P
-    from mq.common.topic import retry_topic
-
-    if to_topic:
-        return to_topic
-    if to_original:
-        return msg.properties.get(P.RETRY_TOPIC) or msg.topic
-    return retry_topic(group)
-
-
-def resend_properties(props: dict[str, str], target: str) -> dict[str, str]:
-    """The properties a resent dead letter carries to ``target``."""
-    from mq.common import properties as P
-    from mq.common.topic import is_retry_topic
-
-    out = {k: v for k, v in props.items() if k not in BOOKKEEPING}
-    if is_retry_topic(target):
-        out[P.RECONSUME_TIME] = "0"  # a fresh retry budget; RETRY_TOPIC kept so consumers see the origin
-    else:
-        out.pop(P.RETRY_TOPIC, None)
-    return out
-
-
-async def read_dead_letters(admin: Any, group: str) -> list[Any]:
-    """Every message of ``%DLQ%<group>`` on every broker (decoded, bodies decompressed)."""
-    from mq.common.record import decode_records
-    from mq.common.topic import dlq_topic
-    from mq.errors import TopicNotExistError
-    from mq.protocol import headers as h
-    from mq.protocol.codes import RequestCode, ResponseCode
-
-    topic = dlq_topic(group)
-    try:
-        route = await admin.topic_route(topic)
-    except TopicNotExistError:
-        return []
-    out = []
-    for bd in sorted(route.broker_datas, key=lambda b: b.broker_name):
-        addr = bd.broker_addrs.get(0) or next(iter(bd.broker_addrs.values()), None)
-        if addr is None:
-            continue
-        nq = max((qd.read_queue_nums for qd in route.queue_datas if qd.broker_name == bd.broker_name), default=1)
-        for qid in range(nq):
-            resp = await admin._broker(addr, RequestCode.GET_MIN_OFFSET,
-                                       h.GetMinOffsetRequestHeader(topic=topic, queue_id=qid))
-            offset = h.GetMinOffsetResponseHeader.from_ext(resp.ext_fields).offset
-            while True:
-                hd = h.PullMessageRequestHeader(
-                    consumer_group="TOOLS_CONSUMER", topic=topic, queue_id=qid, queue_offset=offset,
-                    max_msg_nums=PULL_BATCH, sys_flag=0x4, commit_offset=0, suspend_timeout_millis=0, sub_version=0,
-                    subscription="*", expression_type="TAG")
-                resp = await admin._broker(addr, RequestCode.PULL_MESSAGE, hd, ok=(
-                    ResponseCode.SUCCESS, ResponseCode.PULL_NOT_FOUND, ResponseCode.PULL_RETRY_IMMEDIATELY,
-                    ResponseCode.PULL_OFFSET_MOVED))
-                rh = h.PullMessageResponseHeader.from_ext(resp.ext_fields)
-                if resp.code != ResponseCode.SUCCESS or not resp.body:
-                    if resp.code == ResponseCode.PULL_OFFSET_MOVED and rh.next_begin_offset > offset:
-                        offset = rh.next_begin_offset
-                        continue
-                    break
-                for m in decode_records(resp.body, decompress=True):
-                    m.broker_name = bd.broker_name
-                    out.append(m)
-                if rh.next_begin_offset <= offset:
-                    break
-                offset = rh.next_begin_offset
-    return out
-
-
-def dead_letter_dict(m: Any) -> dict[str, Any]:
-    from mq.cli.query import body_preview
-    from mq.common import properties as P
-
-    return {"msgId": m.properties.get(P.UNIQ_CLIENT_MESSAGE_ID_KEYIDX) or m.msg_id, "offsetMsgId": m.msg_id,
-            "originalTopic": m.properties.get(P.RETRY_TOPIC) or "", "failures": m.reconsume_times,
-            "broker": m.broker_name, "queueOffset": m.queue_offset, "storeTimestamp": m.store_timestamp,
-            "tags": m.properties.get(P.TAGS) or "", "keys": m.properties.get(P.KEYS) or "",
-            "originMsgId": m.properties.get(P.ORIGIN_MESSAGE_ID) or "", "body": body_preview(m.body, 80)}
+# The reading and resending live in the client (mq.client.dead_letters), shared with the web console.
+from mq.client.dead_letters import dead_letter_dict, read_dead_letters
 
 
 @click.group("dlq")
@@ -153,42 +68,27 @@ def dlq_resend(obj, group: str, msg_ids: tuple[str, ...], resend_all: bool, to_t
                to_original: bool, json_mode: bool) -> None:
     """Put dead letters back for consumption (to %RETRY%<group> unless told otherwise)."""
     from mq.cli.console import Console
-    from mq.errors import ConfigError
 
     if bool(msg_ids) == resend_all:
         raise click.UsageError("give either -i MSGID (one or more) or --all")
     if to_topic and to_original:
         raise click.UsageError("--to-topic and --to-original exclude each other")
-    wanted = {i.strip().upper() for i in msg_ids}
 
     async def main() -> list[dict[str, Any]]:
+        from mq.client import dead_letters
         from mq.client.admin import MQAdmin
         from mq.client.producer import Producer
-        from mq.common import properties as P
-        from mq.common.message import Message
         from mq.config import ClientConfig, ProducerConfig
 
-        async with MQAdmin(obj.namesrv_addrs, timeout=10.0, credentials=obj.credentials) as admin:
+        async with MQAdmin(obj.namesrv_addrs, timeout=10.0, credentials=obj.credentials,
+                           on_undecodable=undecodable_reporter()) as admin:
             msgs = await read_dead_letters(admin, group)
-        chosen = [m for m in msgs if resend_all or m.msg_id.upper() in wanted or
-                  (m.properties.get(P.UNIQ_CLIENT_MESSAGE_ID_KEYIDX) or "").upper() in wanted]
-        found = {m.msg_id.upper() for m in chosen} | {(m.properties.get(P.UNIQ_CLIENT_MESSAGE_ID_KEYIDX) or "")
-                                                       .upper() for m in chosen}
-        missing = sorted(wanted - found)
-        if missing:
-            raise ConfigError(f"not in the DLQ of {group}: {', '.join(missing)}")
-        done = []
-        producer = Producer(ProducerConfig(group="TOOLS_DLQ_RESEND"),
+        chosen = dead_letters.choose(msgs, group, None if resend_all else msg_ids)
+        producer = Producer(ProducerConfig(group=dead_letters.RESEND_GROUP),
                             ClientConfig(namesrv_addr=";".join(obj.namesrv_addrs), instance_name="mq-dlq",
                                          **obj.credential_options))
         async with producer:
-            for m in chosen:
-                target = resend_target(m, group, to_topic, to_original)
-                props = resend_properties(m.properties, target)
-                r = await producer.send(Message(target, m.body, m.flag, props))
-                done.append({"msgId": r.msg_id, "to": target, "status": r.status.value,
-                             "queueId": r.queue.queue_id, "queueOffset": r.queue_offset})
-        return done
+            return await dead_letters.resend(producer, chosen, group, to_topic=to_topic, to_original=to_original)
 
     from mq.remoting import run
 

@@ -54,7 +54,9 @@ def start(host: str | None, port: int | None, config_file: Path | None, daemon: 
     runtime.setup_logging(log_level)
     runtime.serve_in_foreground(
         lambda: NamesrvServer(cfg), pid_file=pid_file,
-        banner=lambda server: f"name server listening on {cfg.host}:{server.port} (Ctrl-C to stop)")
+        banner=lambda server: (f"name server listening on {cfg.host}:{server.port}"
+                               + (f", metrics {server.metrics.url}" if server.metrics is not None else "")
+                               + " (Ctrl-C to stop)"))
 
 
 stop = stop_command(namesrv, "namesrv", "name server", 15.0)

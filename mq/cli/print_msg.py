@@ -25,15 +25,16 @@ from __future__ import annotations
 
 import contextlib
 from collections import Counter
-from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, NoReturn
+from typing import Any
 
 import click
 
-from mq.cli.common import bool_option, json_option
+from mq.cli.common import bool_option, json_option, undecodable_reporter
 from mq.cli.pull import COLUMNS, message_row, row_cells
 from mq.cli.query import message_dict
 from mq.cli.send import client_config
+from mq.client.message_window import (TimeRange, Window, fill, find_queue, queue_window, topic_queues,
+                                      window_messages)
 
 TOOLS_CONSUMER = "TOOLS_CONSUMER"
 BATCH = 32
@@ -64,19 +65,11 @@ def _charset(ctx: click.Context, param: click.Parameter, value: str) -> str:
     return value.strip()
 
 
-@dataclass(frozen=True)
-class TimeRange:
-    """``begin <= storeTimestamp < end``; None (or 0, as Java's ``> 0`` tests) leaves that side open."""
-
-    begin: int | None = None
-    end: int | None = None
-
-    def __post_init__(self) -> None:
-        if self.begin and self.end and self.begin > self.end:
-            raise click.UsageError("the begin timestamp is after the end timestamp")
-
-    def contains(self, ms: int) -> bool:
-        return (not self.begin or ms >= self.begin) and (not self.end or ms < self.end)
+def time_range(begin: int | None, end: int | None) -> TimeRange:
+    try:
+        return TimeRange(begin, end)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
 
 
 def decode_body(body: bytes, charset: str) -> str:
@@ -84,92 +77,15 @@ def decode_body(body: bytes, charset: str) -> str:
 
 
 # ---------------------------------------------------------------------------------------------------------
-# reading
+# reading (the windows by time live in the client, shared with the web console)
 # ---------------------------------------------------------------------------------------------------------
-@dataclass
-class Window:
-    """The offsets [begin, end) of one queue to read, and what was read there."""
-
-    queue: Any
-    begin: int
-    end: int
-    messages: list = field(default_factory=list)
-
-
-async def topic_queues(pc, topic: str, broker: str | None = None) -> list:
-    """The topic's readable queues (TopicNotExistError for an unknown topic), only ``broker``'s when given."""
-    queues = await pc.fetch_subscribe_queues(topic)
-    if broker is None:
-        return queues
-    mine = [q for q in queues if q.broker_name == broker]
-    if not mine:
-        _not_in_route(f"broker {broker!r} is not in the route of {topic} (brokers: "
-                      f"{', '.join(sorted({q.broker_name for q in queues})) or 'none'})")
-    return mine
-
-
-async def find_queue(pc, topic: str, broker: str, queue_id: int):
-    for q in await topic_queues(pc, topic, broker):
-        if q.queue_id == queue_id:
-            return q
-    _not_in_route(f"{topic} has no readable queue {queue_id} on broker {broker}")
-
-
-def _not_in_route(text: str) -> NoReturn:
-    from mq.errors import BrokerError
-    from mq.protocol.codes import ResponseCode
-
-    raise BrokerError(ResponseCode.TOPIC_NOT_EXIST, text)
-
-
-async def queue_window(pc, q, times: TimeRange) -> Window:
-    """[min, max) of ``q``, narrowed by the time search (one past the end's answer: it may be the message
-    just before the end time)."""
-    lo, hi = await pc.min_offset(q), await pc.max_offset(q)
-    begin = await pc.search_offset(q, times.begin) if times.begin else lo
-    end = await pc.search_offset(q, times.end) + 1 if times.end else hi
-    return Window(q, min(max(begin, lo), hi), min(max(end, lo), hi))
-
-
-async def window_messages(pc, w: Window, expression: str, times: TimeRange) -> AsyncIterator[Any]:
-    """The messages of ``w`` that match the tag ``expression`` and ``times``, oldest first.
-
-    Stops at the window's end, when the broker has nothing more (NO_NEW_MSG), or when a pull makes no
-    progress; an OFFSET_ILLEGAL that points further on (messages deleted meanwhile) is followed."""
-    from mq.client.pull_api import PullStatus
-
-    offset = w.begin
-    while offset < w.end:
-        res = await pc.pull(w.queue, offset, min(BATCH, w.end - offset), expression)
-        if res.status is PullStatus.NO_NEW_MSG:
-            return
-        if res.status is PullStatus.FOUND:
-            for m in res.messages:
-                if m.queue_offset < w.end and times.contains(m.store_timestamp):
-                    yield m
-        if res.next_begin_offset <= offset:
-            return
-        offset = res.next_begin_offset
-
-
-async def fill(pc, w: Window, expression: str, times: TimeRange, limit: int | None = None) -> None:
-    """Append the messages of ``w`` to ``w.messages``, at most ``limit``."""
-    if limit is not None and limit <= 0:
-        return
-    async with contextlib.aclosing(window_messages(pc, w, expression, times)) as it:
-        async for m in it:
-            w.messages.append(m)
-            if limit is not None and len(w.messages) >= limit:
-                return
-
-
 def run_pulls(obj, group: str, fn):
     """Run ``fn(pull_consumer)`` on a PullConsumer of ``group`` (requests name it; nothing is committed)."""
     from mq.client.pull_api import PullConsumer
     from mq.remoting import run
 
     async def main():
-        async with PullConsumer(group, client_config(obj)) as pc:
+        async with PullConsumer(group, client_config(obj), on_undecodable=undecodable_reporter()) as pc:
             return await fn(pc)
 
     return run(main())
@@ -247,7 +163,7 @@ def print_msg(obj, topic: str, charset: str, expression: str, begin: int | None,
     """Print the messages of every readable queue of a topic (those matching -s, stored between -b and -e)."""
     from mq.cli.console import Console
 
-    times = TimeRange(begin, end)
+    times = time_range(begin, end)
 
     async def read(pc) -> list[Window]:
         windows = [await queue_window(pc, q, times) for q in await topic_queues(pc, topic.strip())]
@@ -279,7 +195,7 @@ def print_msg_by_queue(obj, topic: str, broker: str, queue_id: int, charset: str
     tag with -f (most frequent first)."""
     from mq.cli.console import Console
 
-    times = TimeRange(begin, end)
+    times = time_range(begin, end)
     tags: Counter[str] = Counter()
 
     async def read(pc) -> tuple[Window, int]:
@@ -368,4 +284,4 @@ def consume_times(begin: int | None, end: int | None) -> TimeRange:
         raise click.UsageError("-s/--beginTimestamp is after now")
     if end and end > now:
         raise click.UsageError("-e/--endTimestamp is after now")
-    return TimeRange(begin, end)
+    return time_range(begin, end)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from mq.cli.common import json_option
+from mq.cli.common import json_option, undecodable_reporter
 from mq.cli.send import client_config
 
 PREVIEW = 60
@@ -113,7 +113,7 @@ def pull(obj, topic, group, expression, sql, broker, queue_id, offset, count, fr
                 console.line("  ".join(str(c) for c in row_cells(r)))
 
     async def main() -> None:
-        async with PullConsumer(group, client_config(obj)) as pc:
+        async with PullConsumer(group, client_config(obj), on_undecodable=undecodable_reporter()) as pc:
             queues = await pc.fetch_subscribe_queues(topic)
             if broker is not None:
                 queues = [q for q in queues if q.broker_name == broker]

@@ -2,65 +2,15 @@
 
 from __future__ import annotations
 
-import enum
 from typing import Any
 
 import click
 
 from mq.cli.common import bool_option, json_option, with_admin
 
-BODY_PREVIEW_CHARS = 512
-
-
-class IdKind(enum.Enum):
-    OFFSET_MSG_ID = "offsetMsgId"
-    UNIQ_KEY = "uniqKey"
-
-
-def classify_msg_id(msg_id: str) -> tuple[IdKind, tuple[str, int] | None]:
-    """What a message id is: an offsetMsgId that decodes to a plausible (``ip:port``, offset), or a UNIQ_KEY.
-
-    Both are 32 hex characters for IPv4 (56 for IPv6). A UNIQ_KEY read as an offsetMsgId gives a "port" made of
-    the PID and random bytes, almost always above 65535, or a negative offset. ValueError if not an id at all."""
-    from mq.common.msg_id import decode_offset_msg_id
-
-    text = msg_id.strip()
-    if len(text) not in (32, 56) or any(c not in "0123456789abcdefABCDEF" for c in text):
-        raise ValueError(f"{msg_id!r} is not a message id: expected 32 (or 56) hexadecimal characters")
-    (ip, port), offset = decode_offset_msg_id(text)
-    if 0 < port <= 65535 and offset >= 0 and ip not in ("0.0.0.0", "::"):
-        host = f"[{ip}]" if ":" in ip else ip
-        return IdKind.OFFSET_MSG_ID, (f"{host}:{port}", offset)
-    return IdKind.UNIQ_KEY, None
-
-
-def body_preview(body: bytes, limit: int = BODY_PREVIEW_CHARS) -> str:
-    """UTF-8 text of the body (cut to ``limit`` chars), or a hex dump of its start when it is not text."""
-    try:
-        text = body.decode("utf-8")
-    except UnicodeDecodeError:
-        head = body[: limit // 2].hex(" ")
-        return f"<{len(body)} bytes, not UTF-8> {head}" + (" ..." if len(body) > limit // 2 else "")
-    if text and sum(ch.isprintable() or ch in "\r\n\t" for ch in text[:limit]) < 0.9 * len(text[:limit]):
-        return f"<{len(body)} bytes, binary> {body[: limit // 2].hex(' ')}"
-    return text if len(text) <= limit else text[:limit] + f" ... ({len(text)} chars)"
-
-
-def message_dict(m: Any) -> dict[str, Any]:
-    """Every field of a MessageExt, plain values (for JSON and for the detail view)."""
-    from mq.common import properties as P
-
-    return {
-        "topic": m.topic, "brokerName": m.broker_name, "queueId": m.queue_id, "queueOffset": m.queue_offset,
-        "commitLogOffset": m.commit_log_offset, "offsetMsgId": m.msg_id,
-        "uniqKey": m.properties.get(P.UNIQ_CLIENT_MESSAGE_ID_KEYIDX), "tags": m.properties.get(P.TAGS),
-        "keys": m.properties.get(P.KEYS), "storeSize": m.store_size, "sysFlag": m.sys_flag, "flag": m.flag,
-        "bodyCrc": m.body_crc, "reconsumeTimes": m.reconsume_times,
-        "preparedTransactionOffset": m.prepared_transaction_offset, "bornTimestamp": m.born_timestamp,
-        "bornHost": f"{m.born_host[0]}:{m.born_host[1]}", "storeTimestamp": m.store_timestamp,
-        "storeHost": f"{m.store_host[0]}:{m.store_host[1]}", "properties": dict(m.properties),
-        "bodyLength": len(m.body), "body": body_preview(m.body),
-    }
+# The message views and id lookups live in the client (the web console shows them too); re-exported here.
+from mq.client.message_view import (BODY_PREVIEW_CHARS, IdKind, body_preview, classify_msg_id,  # noqa: E402,F401
+                                    message_dict)
 
 
 def _print_message(console: Any, d: dict[str, Any]) -> None:
@@ -174,7 +124,7 @@ def query_by_ids(obj, msg_id: str, topic: str | None, group: str | None, client_
     import sys
 
     from mq.cli.console import Console
-    from mq.errors import BrokerError, MQError, QueryNotFoundError, RemotingError
+    from mq.errors import BrokerError, RemoteProtocolError, RemotingError
 
     try:
         ids = split_msg_ids(msg_id)
@@ -194,23 +144,10 @@ def query_by_ids(obj, msg_id: str, topic: str | None, group: str | None, client_
                                    "(the client's msgId): give its topic with -t")
 
     async def lookup(admin, one_id: str) -> tuple[str, list]:
-        failure: MQError | None = None
-        if kinds[one_id] is IdKind.OFFSET_MSG_ID:
-            try:
-                m = await admin.view_message_by_offset_msg_id(one_id)
-                if topic is None or m.topic == topic:
-                    return IdKind.OFFSET_MSG_ID.value, [m]
-            except (RemotingError, BrokerError) as exc:
-                failure = exc
-            if not topic:
-                assert failure is not None
-                raise failure
-        msgs = await admin.query_message_by_key(topic, one_id, 32, unique=True)
-        if not msgs:
-            if failure is not None:
-                raise failure
-            raise QueryNotFoundError(22, f"no message with id {one_id} in topic {topic}")
-        return IdKind.UNIQ_KEY.value, msgs[:1] if newest_only else msgs
+        from mq.client.message_view import find_by_id
+
+        kind, msgs = await find_by_id(admin, one_id, topic)
+        return kind.value, msgs[:1] if newest_only else msgs
 
     async def push(admin, m) -> dict[str, Any]:
         """CONSUME_MESSAGE_DIRECTLY through the broker that stores ``m``."""
@@ -231,7 +168,7 @@ def query_by_ids(obj, msg_id: str, topic: str | None, group: str | None, client_
                     elif producer is not None:
                         msgs = [await _resend(producer, m) for m in msgs]
                     found[one_id] = (found_as, msgs)
-                except (RemotingError, BrokerError) as exc:
+                except (RemotingError, BrokerError, RemoteProtocolError) as exc:
                     missing[one_id] = str(exc)
         finally:
             if producer is not None:
@@ -329,7 +266,7 @@ def _print_pushed(console, found: dict[str, tuple[str, list]], json_mode: bool) 
 def query_msg_by_offset(obj, topic: str, broker: str, queue_id: int, offset: int, json_mode: bool) -> None:
     """Show the message at one queue offset (a single pull, no waiting)."""
     from mq.cli.console import Console
-    from mq.errors import BrokerError
+    from mq.errors import BrokerError, RemoteProtocolError
     from mq.protocol.codes import ResponseCode
 
     async def run(admin):
@@ -343,6 +280,9 @@ def query_msg_by_offset(obj, topic: str, broker: str, queue_id: int, offset: int
             name, addr = broker, addrs[broker]
         code, msgs, nxt, lo, hi = await admin.pull_message_at(addr, topic, queue_id, offset)
         msgs = [m for m in msgs if m.queue_offset == offset]
+        if not msgs and code == ResponseCode.SUCCESS:  # the warning above names the record and says why
+            raise RemoteProtocolError(f"offset {offset} of {topic} queue {queue_id} on {addr} holds a record that "
+                                      "cannot be decoded")
         if not msgs:
             why = {ResponseCode.PULL_OFFSET_MOVED: "is outside the queue",
                    ResponseCode.PULL_NOT_FOUND: "has no message yet"}.get(code, "has no message")

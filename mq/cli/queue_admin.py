@@ -111,9 +111,11 @@ def clone_group_offset(obj, src_group: str, dest_group: str, topic: str, offline
 # ---------------------------------------------------------------------------------------------
 # queryCq
 # ---------------------------------------------------------------------------------------------
-def unit_rows(body: Any, index: int, messages: dict[int, Any] | None = None) -> list[dict[str, Any]]:
+def unit_rows(body: Any, index: int, messages: dict[int, Any] | None = None,
+              unreadable: dict[int, str] | None = None) -> list[dict[str, Any]]:
     """The units of a QueryConsumeQueueResponseBody numbered from ``index``, with what the message at each
-    physical offset says (``messages``: offset -> decoded message, when looked up)."""
+    physical offset says (``messages``: offset -> decoded message, when looked up; ``unreadable``: offset ->
+    why the record there could not be decoded)."""
     rows = []
     for i, u in enumerate(body.queue_data):
         row: dict[str, Any] = {"index": index + i, "physicOffset": u.physic_offset, "physicSize": u.physic_size,
@@ -122,6 +124,9 @@ def unit_rows(body: Any, index: int, messages: dict[int, Any] | None = None) -> 
         if msg is not None:
             row["message"] = {"topic": msg.topic, "tags": msg.tags, "keys": msg.keys, "msgId": msg.msg_id,
                               "storeTimestamp": msg.store_timestamp, "queueOffset": msg.queue_offset}
+        why = (unreadable or {}).get(u.physic_offset)
+        if why is not None:
+            row["undecodable"] = why
         rows.append(row)
     return rows
 
@@ -144,7 +149,7 @@ def query_cq(obj, topic: str, queue_id: int, index: int, count: int, group: str 
     """Show consume-queue units of one queue (QUERY_CONSUME_QUEUE) and the messages they point at."""
     from mq.cli.console import Console
     from mq.cli.consumer_admin import format_ms
-    from mq.errors import BrokerError, MQError
+    from mq.errors import BrokerError, MQError, RemoteProtocolError
     from mq.store.consume_queue import FILLER_SIZE
 
     async def run(admin) -> dict:
@@ -156,15 +161,18 @@ def query_cq(obj, topic: str, queue_id: int, index: int, count: int, group: str 
             addr = next(iter(masters.values()))
         body, remark = await admin.query_consume_queue(addr, topic, queue_id, index, count, group)
         messages: dict[int, Any] = {}
+        unreadable: dict[int, str] = {}
         if body is not None and not no_messages:
             for u in body.queue_data:
                 if u.physic_size == FILLER_SIZE or u.physic_offset in messages:
                     continue
                 try:
                     messages[u.physic_offset] = await admin.view_message(addr, u.physic_offset)
-                except MQError:  # expired from the commit log, or unreadable: the unit is still shown
+                except RemoteProtocolError as exc:  # stored but undecodable: the unit is shown, and why
+                    unreadable[u.physic_offset] = str(exc)
+                except MQError:  # expired from the commit log: the unit is still shown
                     continue
-        return {"addr": addr, "body": body, "remark": remark, "messages": messages}
+        return {"addr": addr, "body": body, "remark": remark, "messages": messages, "unreadable": unreadable}
 
     out = with_admin(obj, run)
     console = Console(json_mode=json_mode)
@@ -172,7 +180,10 @@ def query_cq(obj, topic: str, queue_id: int, index: int, count: int, group: str 
     if body is None:
         console.error(out["remark"] or f"Index {index} of {queue_id}@{topic} is not exist!")
         sys.exit(1)
-    rows = unit_rows(body, index, out["messages"])
+    rows = unit_rows(body, index, out["messages"], out["unreadable"])
+    for r in rows:
+        if "undecodable" in r:
+            console.warn(f"unit {r['index']}: {r['undecodable']}")
     sub = body.subscription_data
     if json_mode:
         console.json({"broker": out["addr"], "topic": topic, "queueId": queue_id, "index": index,

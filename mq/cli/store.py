@@ -64,15 +64,27 @@ def verify(directory: Path, no_crc: bool, json_mode: bool) -> None:
 @json_option
 def print_(directory: Path, topic: str | None, queue_id: int | None, start: int, count: int,
            json_mode: bool) -> None:
-    """Print records of the commit log, or of one consume queue with -t and -q."""
+    """Print records of the commit log, or of one consume queue with -t and -q.
+
+    A body flagged compressed is shown inflated; one that does not inflate is shown as stored, with
+    ``bodyError`` saying why."""
     from mq.cli.console import Console
     from mq.cli.query import body_preview
+    from mq.common import sysflag as SF
+    from mq.common.record import inflate
     from mq.store.tools import RecordInfo, describe, iter_consume_queue, iter_records, read_record
 
     def describe_with_body(info: RecordInfo) -> dict:
         row = describe(info)
-        if info.message is not None:
-            row["body"] = body_preview(info.message.body)
+        m = info.message
+        if m is not None:
+            body = m.body
+            if m.sys_flag & SF.COMPRESSED:
+                try:
+                    body = inflate(body, m.sys_flag)
+                except ValueError as exc:
+                    row["bodyError"] = str(exc)
+            row["body"] = body_preview(body)
         return row
 
     root = _root(directory)
@@ -92,9 +104,11 @@ def print_(directory: Path, topic: str | None, queue_id: int | None, start: int,
                 break
     else:
         for info in iter_records(root, start=start):
-            if not info.ok:
+            if not info.ok:  # shown, and the walk goes on at the next valid record (as recovery does)
                 rows.append(describe_with_body(info))
-                break
+                if len(rows) >= count:
+                    break
+                continue
             if topic and info.message is not None and info.message.topic != topic:
                 continue
             rows.append(describe_with_body(info))
@@ -112,6 +126,11 @@ def print_(directory: Path, topic: str | None, queue_id: int | None, start: int,
                     _time(r.get("storeTimestamp")), r.get("msgId", r.get("error", "")),
                     (r.get("properties") or {}).get("TAGS", ""), (r.get("properties") or {}).get("KEYS", ""),
                     _short(r["body"]) if "body" in r else "") for r in rows])
+    for r in rows:
+        if "bodyError" in r:
+            console.warn(f"record at commit-log offset {r['offset']} (topic {r.get('topic')}, queue "
+                         f"{r.get('queueId')}, queue offset {r.get('queueOffset')}): {r['bodyError']}; its body "
+                         "is shown as stored")
 
 
 def _short(text: str, n: int = 40) -> str:

@@ -7,9 +7,8 @@ import click
 from mq.cli.common import bool_option, json_option, with_admin
 
 
-def order_conf(brokers: dict[str, str], write_queue_nums: int) -> str:
-    """ORDER_TOPIC_CONFIG value mqadmin writes: ``brokerName:writeQueueNums`` joined by ``;``."""
-    return ";".join(f"{name}:{write_queue_nums}" for name in sorted(brokers))
+# order_conf lives with the topic operations in the client; re-exported for the other commands.
+from mq.client.topic_admin import order_conf  # noqa: E402,F401
 
 
 @click.command("topicStatus")
@@ -51,53 +50,44 @@ def topic_status(obj, topic: str, json_mode: bool) -> None:
 @bool_option("-s", "--has-unit-sub", "--hasUnitSub", hidden=True, help="Has unit subscriptions (topicSysFlag bit 2).")
 @click.option("--filter-type", type=click.Choice(["SINGLE_TAG", "MULTI_TAG"]), default="SINGLE_TAG",
               show_default=True)
+@click.option("-a", "--attributes", help="RocketMQ 5 attribute changes: +key=value to set, -key to remove "
+              "(e.g. +message.type=FIFO; NORMAL, FIFO, DELAY, TRANSACTION or MIXED).")
 @json_option
 @click.pass_obj
 def update_topic(obj, topic: str, cluster: str | None, broker: str | None, read_queue_nums: int,
                  write_queue_nums: int, perm: int, order: bool, unit: bool, has_unit_sub: bool, filter_type: str,
-                 json_mode: bool) -> None:
+                 attributes: str | None, json_mode: bool) -> None:
     """Create or update a topic on one broker or on every master of a cluster."""
     from mq.cli.console import Console
+    from mq.common.attributes import parse_to_map
     from mq.common.topic import validate_topic
+    from mq.errors import TopicAttributeError
     from mq.protocol.bodies import TopicConfig
 
     if bool(cluster) == bool(broker):
         raise click.UsageError("give exactly one of -c/--cluster and -b/--broker-addr")
     validate_topic(topic)
+    try:
+        parse_to_map(attributes)
+    except TopicAttributeError as exc:
+        raise click.BadParameter(str(exc), param_hint="-a/--attributes") from None
     tc = TopicConfig(topic_name=topic, read_queue_nums=read_queue_nums, write_queue_nums=write_queue_nums,
                      perm=perm, topic_filter_type=filter_type, topic_sys_flag=(1 if unit else 0) | (2 if has_unit_sub else 0), order=order)
 
     async def run(admin) -> dict:
-        if cluster:
-            targets = await admin.master_addrs(cluster)
-            if not targets:
-                from mq.errors import BrokerError
+        from mq.client.topic_admin import update_topic as update
 
-                raise BrokerError(1, f"cluster {cluster!r} has no master broker")
-        else:
-            targets = {}
-            info = await admin.cluster_info()
-            for name, bd in info.broker_addr_table.items():
-                if broker in bd.broker_addrs.values():
-                    targets[name] = broker
-            if not targets:
-                targets = {broker: broker}
-        for addr in targets.values():
-            await admin.create_and_update_topic_config(addr, tc)
-        conf = None
-        if order:
-            conf = await admin.create_or_update_order_conf(topic, order_conf(targets, write_queue_nums),
-                                                           is_cluster=bool(cluster))
-        return {"brokers": targets, "orderConf": conf}
+        return await update(admin, tc, cluster=cluster, broker=broker, attributes=attributes)
 
     out = with_admin(obj, run)
     console = Console(json_mode=json_mode)
     if json_mode:
-        console.json({"topic": topic, "config": tc.to_json_value(), **out})
+        console.json({"topic": topic, "config": tc.to_json_value(), "attributes": attributes or "", **out})
         return
+    extra = f" attributes={attributes}" if attributes else ""
     for name, addr in sorted(out["brokers"].items()):
         console.line(f"create topic {topic} to {addr} ({name}) success: r={read_queue_nums} w={write_queue_nums} "
-                     f"perm={perm}")
+                     f"perm={perm}{extra}")
     if out["orderConf"]:
         console.line(f"set ORDER_TOPIC_CONFIG {topic} = {out['orderConf']}")
 
@@ -113,21 +103,9 @@ def delete_topic(obj, topic: str, cluster: str, json_mode: bool) -> None:
     from mq.cli.console import Console
 
     async def run(admin) -> dict:
-        targets = await admin.master_addrs(cluster)
-        for addr in targets.values():
-            await admin.delete_topic_in_broker(addr, topic)
-        failures = await admin.delete_topic_in_all_namesrv(topic, cluster)
-        if len(failures) == len(admin.namesrv_addrs):
-            from mq.errors import ConnectError
+        from mq.client.topic_admin import delete_topic as delete
 
-            raise ConnectError("topic deleted on the brokers but on no name server: " + "; ".join(failures))
-        from mq.errors import MQError
-
-        try:
-            await admin.delete_kv("ORDER_TOPIC_CONFIG", topic)
-        except MQError:  # the kv entry is optional; its absence is not a failure
-            pass
-        return {"brokers": targets, "namesrvFailures": failures}
+        return await delete(admin, topic, cluster)
 
     out = with_admin(obj, run)
     console = Console(json_mode=json_mode)

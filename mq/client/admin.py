@@ -9,6 +9,10 @@ from __future__ import annotations
 import logging
 from typing import Sequence
 
+from mq.client.admin_messages import MessageQueries
+from mq.client.admin_queues import QueueAdministration
+from mq.client.admin_stats import StatsQueries
+from mq.client.undecodable import LogReporter, UndecodableReporter
 from mq.errors import BrokerError, ConnectError, RemotingError, TopicNotExistError
 from mq.protocol import headers as h
 from mq.protocol.bodies import ClusterInfo, KVTable, TopicList, TopicRouteData
@@ -20,9 +24,13 @@ from mq.remoting import RemotingClient
 log = logging.getLogger(__name__)
 
 
-class MQAdmin:
+class MQAdmin(MessageQueries, StatsQueries, QueueAdministration):
+    """``on_undecodable`` takes each stored record a message query steps over because it cannot be decoded
+    (default: a throttled WARNING log)."""
+
     def __init__(self, namesrv_addrs: Sequence[str], *, timeout: float = 5.0,
-                 client: RemotingClient | None = None, credentials: SessionCredentials | None = None) -> None:
+                 client: RemotingClient | None = None, credentials: SessionCredentials | None = None,
+                 on_undecodable: UndecodableReporter | None = None) -> None:
         if not namesrv_addrs:
             raise ConnectError("no name server address given (set -n/--namesrv or $NAMESRV_ADDR)")
         self.namesrv_addrs = list(namesrv_addrs)
@@ -31,6 +39,7 @@ class MQAdmin:
         self.client = client or RemotingClient(name="admin")
         if credentials is not None:
             self.client.credentials = credentials
+        self.on_undecodable: UndecodableReporter = on_undecodable or LogReporter(log)
 
     async def close(self) -> None:
         if self._own_client:
@@ -204,12 +213,13 @@ class MQAdmin:
         ext = header.to_ext() if header is not None else None  # type: ignore[attr-defined]
         return await self.call_broker(addr, RemotingCommand.request(code, ext, body), ok=ok, timeout=timeout)
 
-    async def create_and_update_topic_config(self, addr: str, tc) -> None:
-        """UPDATE_AND_CREATE_TOPIC (17) with a ``bodies.TopicConfig``."""
+    async def create_and_update_topic_config(self, addr: str, tc, attributes: str | None = None) -> None:
+        """UPDATE_AND_CREATE_TOPIC (17) with a ``bodies.TopicConfig``; ``attributes``: RocketMQ 5 attribute
+        changes (``+message.type=FIFO``)."""
         hd = h.CreateTopicRequestHeader(topic=tc.topic_name, default_topic="TBW102", read_queue_nums=tc.read_queue_nums,
                                         write_queue_nums=tc.write_queue_nums, perm=tc.perm,
                                         topic_filter_type=tc.topic_filter_type, topic_sys_flag=tc.topic_sys_flag,
-                                        order=tc.order)
+                                        order=tc.order, attributes=attributes or None)
         await self._broker(addr, RequestCode.UPDATE_AND_CREATE_TOPIC, hd)
 
     async def create_or_update_order_conf(self, topic: str, conf: str, is_cluster: bool) -> str:
@@ -440,75 +450,7 @@ class MQAdmin:
         table = loads(resp.body or b"{}").get("offsetTable") or {}
         return {int(k): int(v) for k, v in table.items()}
 
-    # -- messages ------------------------------------------------------------------------------------------
-    async def query_message(self, addr: str, topic: str, key: str, max_num: int = 64, begin: int = 0,
-                            end: int = 2**63 - 1, unique: bool = False) -> list:
-        """QUERY_MESSAGE (12) on one broker: decoded messages (nothing found -> [])."""
-        from mq.common.record import decode_records
-
-        hd = h.QueryMessageRequestHeader(topic=topic, key=key, max_num=max_num, begin_timestamp=begin,
-                                         end_timestamp=end, unique_key_query=unique)
-        resp = await self._broker(addr, RequestCode.QUERY_MESSAGE, hd,
-                                  ok=(ResponseCode.SUCCESS, ResponseCode.QUERY_NOT_FOUND))
-        if resp.code != ResponseCode.SUCCESS or not resp.body:
-            return []
-        return decode_records(resp.body, decompress=True)
-
-    async def query_message_by_key(self, topic: str, key: str, max_num: int = 64, begin: int = 0,
-                                   end: int = 2**63 - 1, unique: bool = False) -> list:
-        """Messages of ``topic`` whose KEYS (or, ``unique``, UNIQ_KEY) hold ``key`` on every broker of the
-        route, newest first, at most ``max_num``; ``broker_name`` is set on each."""
-        from mq.common import properties as P
-
-        found = []
-        for name, addr in (await self.topic_master_addrs(topic)).items():
-            for m in await self.query_message(addr, topic, key, max_num, begin, end, unique):
-                if m.topic != topic:
-                    continue
-                if unique:
-                    if m.properties.get(P.UNIQ_CLIENT_MESSAGE_ID_KEYIDX) != key:
-                        continue
-                elif key not in P.split_keys(m.properties.get(P.KEYS)):
-                    continue
-                m.broker_name = name
-                found.append(m)
-        found.sort(key=lambda m: (m.store_timestamp, m.commit_log_offset), reverse=True)
-        return found[:max_num]
-
-    async def view_message(self, addr: str, offset: int):
-        """VIEW_MESSAGE_BY_ID (33): the record at a commit-log offset on ``addr``."""
-        from mq.common.record import decode_record
-
-        resp = await self._broker(addr, RequestCode.VIEW_MESSAGE_BY_ID, h.ViewMessageRequestHeader(offset=offset))
-        if not resp.body:
-            raise BrokerError(ResponseCode.SYSTEM_ERROR, f"no message at offset {offset}", addr)
-        return decode_record(resp.body, decompress=True)
-
-    async def view_message_by_offset_msg_id(self, msg_id: str):
-        """Decode an offsetMsgId to (store address, offset) and VIEW_MESSAGE_BY_ID there."""
-        from mq.common.msg_id import decode_offset_msg_id
-
-        (ip, port), offset = decode_offset_msg_id(msg_id)
-        host = f"[{ip}]" if ":" in ip else ip
-        return await self.view_message(f"{host}:{port}", offset)
-
-    async def pull_message_at(self, addr: str, topic: str, queue_id: int, offset: int,
-                              group: str = "TOOLS_CONSUMER") -> tuple[int, list, int, int, int]:
-        """PULL_MESSAGE of one message at ``offset`` (no suspend, no commit, subscription ``*``).
-
-        Returns (response code, messages, next begin offset, min offset, max offset)."""
-        from mq.common.record import decode_records
-
-        hd = h.PullMessageRequestHeader(consumer_group=group, topic=topic, queue_id=queue_id, queue_offset=offset,
-                                        max_msg_nums=1, sys_flag=0x4, commit_offset=0, suspend_timeout_millis=0,
-                                        sub_version=0, subscription="*", expression_type="TAG")
-        resp = await self._broker(addr, RequestCode.PULL_MESSAGE, hd,
-                                  ok=(ResponseCode.SUCCESS, ResponseCode.PULL_NOT_FOUND,
-                                      ResponseCode.PULL_RETRY_IMMEDIATELY, ResponseCode.PULL_OFFSET_MOVED))
-        rh = h.PullMessageResponseHeader.from_ext(resp.ext_fields)
-        msgs = decode_records(resp.body, decompress=True) if resp.code == ResponseCode.SUCCESS and resp.body else []
-        return resp.code, msgs, rh.next_begin_offset, rh.min_offset, rh.max_offset
-
+    # -- messages: query_message, view_message, pull_message_at, ... are in mq.client.admin_messages ------
     async def max_offset(self, addr: str, topic: str, queue_id: int) -> int:
         """GET_MAX_OFFSET (30): the logical offset one past the last message of a queue on ``addr``."""
         resp = await self._broker(addr, RequestCode.GET_MAX_OFFSET,
@@ -543,80 +485,7 @@ class MQAdmin:
             out[mq] = target
         return out
 
-    # -- broker statistics: GET_BROKER_CONSUME_STATS, GET_ALL_PRODUCER_INFO, VIEW_BROKER_STATS_DATA, ... -----
-    async def fetch_consume_stats_in_broker(self, addr: str, is_order: bool = False, timeout: float | None = None):
-        """GET_BROKER_CONSUME_STATS (317): every subscription group's ConsumeStats on one broker."""
-        from mq.protocol.bodies import ConsumeStatsList
-
-        resp = await self._broker(addr, RequestCode.GET_BROKER_CONSUME_STATS,
-                                  h.GetConsumeStatsInBrokerHeader(is_order=is_order), timeout=timeout)
-        return ConsumeStatsList.from_json(resp.body or b"{}")
-
-    async def get_all_producer_info(self, addr: str):
-        """GET_ALL_PRODUCER_INFO (328): producer group -> [ProducerInfo] on one broker."""
-        from mq.protocol.bodies import ProducerTableInfo
-
-        resp = await self._broker(addr, RequestCode.GET_ALL_PRODUCER_INFO)
-        return ProducerTableInfo.from_json(resp.body or b"{}")
-
-    async def view_broker_stats_data(self, addr: str, stats_name: str, stats_key: str):
-        """VIEW_BROKER_STATS_DATA (315): minute / hour / day figures of one stats item (missing -> BrokerError)."""
-        from mq.protocol.bodies import BrokerStatsData
-
-        resp = await self._broker(addr, RequestCode.VIEW_BROKER_STATS_DATA,
-                                  h.ViewBrokerStatsDataRequestHeader(stats_name=stats_name, stats_key=stats_key))
-        return BrokerStatsData.from_json(resp.body or b"{}")
-
-    async def get_consume_status(self, addr: str, topic: str, group: str, client_id: str | None = None) -> dict:
-        """INVOKE_BROKER_TO_GET_CONSUMER_STATUS (223): client id -> {MessageQueue: offset} as the clients hold it."""
-        from mq.protocol.bodies import GetConsumerStatusBody
-
-        resp = await self._broker(addr, RequestCode.INVOKE_BROKER_TO_GET_CONSUMER_STATUS,
-                                  h.GetConsumerStatusRequestHeader(topic=topic, group=group,
-                                                                   client_addr=client_id or None), timeout=15.0)
-        return dict(GetConsumerStatusBody.from_json(resp.body).consumer_table) if resp.body else {}
-
-    # -- queue administration: CLONE_GROUP_OFFSET, QUERY_CONSUME_QUEUE, CLEAN_*, DELETE_EXPIRED_COMMITLOG ------
-    async def cluster_broker_addrs(self, cluster: str | None = None) -> list[tuple[str, int, str]]:
-        """(broker name, broker id, address) of every broker, masters and slaves, of one cluster (unknown ->
-        BrokerError) or of all clusters: where mqadmin's cleanExpiredCQ/cleanUnusedTopic/deleteExpiredCommitLog
-        send their request (``ClusterInfo.retrieveAllAddrByCluster``)."""
-        info = await self.cluster_info()
-        out = []
-        for name in sorted(self._cluster_broker_names(info, cluster)):
-            bd = info.broker_addr_table.get(name)
-            if bd is not None:
-                out.extend((name, bid, addr) for bid, addr in sorted(bd.broker_addrs.items()))
-        return out
-
-    async def clone_group_offset(self, addr: str, src_group: str, dest_group: str, topic: str | None,
-                                 offline: bool = False) -> None:
-        """CLONE_GROUP_OFFSET (314) on one broker: ``dest_group`` gets ``src_group``'s offsets of ``topic``."""
-        await self._broker(addr, RequestCode.CLONE_GROUP_OFFSET, h.CloneGroupOffsetRequestHeader(
-            src_group=src_group, dest_group=dest_group, topic=topic, offline=offline), timeout=self.timeout * 3)
-
-    async def query_consume_queue(self, addr: str, topic: str, queue_id: int, index: int, count: int,
-                                  group: str | None = None):
-        """QUERY_CONSUME_QUEUE (321): (QueryConsumeQueueResponseBody, remark), the body None when the broker
-        answers that ``index`` is not readable (SUCCESS without a body, as Java does)."""
-        from mq.protocol.bodies import QueryConsumeQueueResponseBody
-
-        resp = await self._broker(addr, RequestCode.QUERY_CONSUME_QUEUE, h.QueryConsumeQueueRequestHeader(
-            topic=topic, queue_id=queue_id, index=index, count=count, consumer_group=group))
-        body = QueryConsumeQueueResponseBody.from_json(resp.body) if resp.body else None
-        return body, resp.remark or ""
-
-    async def clean_expired_consume_queue(self, addr: str) -> None:
-        """CLEAN_EXPIRED_CONSUMEQUEUE (306) on one broker."""
-        await self._broker(addr, RequestCode.CLEAN_EXPIRED_CONSUMEQUEUE, timeout=max(self.timeout, 30.0))
-
-    async def clean_unused_topic(self, addr: str) -> None:
-        """CLEAN_UNUSED_TOPIC (316) on one broker."""
-        await self._broker(addr, RequestCode.CLEAN_UNUSED_TOPIC, timeout=max(self.timeout, 30.0))
-
-    async def delete_expired_commit_log(self, addr: str) -> None:
-        """DELETE_EXPIRED_COMMITLOG (329) on one broker."""
-        await self._broker(addr, RequestCode.DELETE_EXPIRED_COMMITLOG, timeout=max(self.timeout, 30.0))
+    # -- broker statistics (mq.client.admin_stats) and queue administration (mq.client.admin_queues) ------
 
     # -- plain ACL (what mqadmin's updateAclConfig, deleteAclConfig, updateGlobalWhiteAddr and
     # clusterAclConfigVersion send) ----------------------------------------------------------------------

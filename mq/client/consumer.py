@@ -11,11 +11,12 @@
   when an offset is known), under flow control: no pull while the queue's cache holds more than
   ``pull_threshold_for_queue`` messages, ``pull_threshold_size_for_queue`` bytes, or spans more than
   ``consume_concurrently_max_span`` offsets (retried after 50 ms).
-- ``consume_thread_max`` workers run the listener: ``listener(msgs, context) -> ConsumeStatus`` (plain or
-  ``async def``; a plain one runs on the loop and must not block). RECONSUME_LATER or an exception sends each
-  message back (CONSUMER_SEND_MSG_BACK, delay level 0 = broker decides); if that fails the message is re-sent to
-  ``%RETRY%<group>`` by the client's inner producer, and if that fails too it stays in the cache (the offset
-  cannot pass it) and is consumed again locally after ``local_retry_delay``. Never lost.
+- ``consume_thread_max`` workers (``mq.client.concurrently``) run the listener: ``listener(msgs, context) ->
+  ConsumeStatus`` (plain or ``async def``; a plain one runs on the loop and must not block). RECONSUME_LATER
+  or an exception sends each message back (CONSUMER_SEND_MSG_BACK, delay level 0 = broker decides); if that
+  fails the message is re-sent to ``%RETRY%<group>`` by the client's inner producer, and if that fails too it
+  stays in the cache (the offset cannot pass it) and is consumed again locally after ``local_retry_delay``.
+  Never lost.
 - Offsets: the lowest offset still cached (or max+1) is recorded after each batch, persisted every 5 s and at
   shutdown (broker for CLUSTERING, local file for BROADCASTING).
 - ``orderly=True`` (or ``ConsumerConfig.consume_orderly``): a ``MessageListenerOrderly`` instead; queues are
@@ -24,6 +25,10 @@
 - ``reset_offsets(topic, {queue: offset})`` applies an offset reset pushed by the broker (RESET_CONSUMER_CLIENT_OFFSET
   220, from ``mq resetOffsetByTime``): see ``rebalance.apply_offset_reset``.
 - ``offset_table(topic)``: the in-memory offsets GET_CONSUMER_STATUS_FROM_CLIENT (221) reports.
+- A pulled record that cannot be decoded (a body flagged compressed that does not inflate, a broken record) is
+  stepped over, the records around it are delivered, and ``on_undecodable`` gets it (default: a WARNING naming
+  its topic, queue, queue offset and commit-log offset); ``counters.skipped_undecodable`` counts them. A pull
+  that fails is retried after ``pull_time_delay_when_exception`` and logged at WARNING (throttled per queue).
 """
 
 from __future__ import annotations
@@ -36,15 +41,18 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Sequence, Union
 
-from mq.client.hooks import ConsumeContext, ConsumeHook, ConsumeStatus, attach_trace, run_hooks
+from mq.client.concurrently import ConcurrentlyService, ConsumeContextInfo, _ReturnedNone
+from mq.client.hooks import ConsumeHook, ConsumeStatus, attach_trace
 from mq.client.instance import MQClientInstance
 from mq.client.offset_store import LocalFileOffsetStore, RemoteBrokerOffsetStore
 from mq.client.process_queue import ProcessQueue
 from mq.client.pull_api import (FLAG_COMMIT_OFFSET, FLAG_SUBSCRIPTION, PullAPI, PullStatus, build_subscription,
                                 check_client_config)
 from mq.client.rebalance import Strategy, allocate_averagely, apply_offset_reset, compute_pull_from_where
-from mq.client.retry import SendBackResult, reset_retry_topic, send_back_concurrently
+from mq.client.undecodable import LogReporter, UndecodableReporter
+from mq.common.log_throttle import LogThrottle
 from mq.common.message import MessageExt, MessageQueue
+from mq.common.record_scan import SkippedRecord
 from mq.common.tags import SubscriptionData, parse_subscription
 from mq.common.topic import is_retry_topic, retry_topic, validate_group, validate_topic
 from mq.config import ClientConfig, ConsumerConfig, OrderlyConfig
@@ -60,31 +68,6 @@ _FROM_WHERE = {"LAST": bodies.ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET,
 
 
 @dataclass(slots=True)
-class ConsumeContextInfo:
-    """What the listener gets besides the messages (Java ``ConsumeConcurrentlyContext``)."""
-
-    queue: MessageQueue
-    delay_level_when_next_consume: int = 0
-
-
-@dataclass(slots=True)
-class _Task:
-    mq: MessageQueue
-    pq: ProcessQueue
-    msgs: list[MessageExt]
-
-
-#: Java's consumeTimeout default (15 minutes): a listener slower than this is reported TIME_OUT to hooks.
-CONSUME_TIMEOUT_MS = 15 * 60 * 1000
-#: Hook property carrying the ConsumeReturnType (MixAll.CONSUME_CONTEXT_TYPE).
-CONSUME_CONTEXT_TYPE = "ConsumeContextType"
-
-
-class _ReturnedNone(MQError):
-    """The listener returned None: retried like a failure, reported RETURNNULL."""
-
-
-@dataclass(slots=True)
 class ConsumerCounters:
     consumed_ok: int = 0
     consumed_failed: int = 0
@@ -93,6 +76,9 @@ class ConsumerCounters:
     local_retries: int = 0
     flow_control_waits: int = 0
     pulls: int = 0
+    pull_failures: int = 0
+    #: pulled records stepped over because they could not be decoded
+    skipped_undecodable: int = 0
     offset_resets: int = 0
     extra: dict[str, int] = field(default_factory=dict)
 
@@ -102,7 +88,8 @@ class PushConsumer:
                  instance: MQClientInstance | None = None, hooks: Sequence[ConsumeHook] = (),
                  allocate: Strategy = allocate_averagely, enable_trace: bool = False,
                  trace_topic: str | None = None, orderly: bool | None = None,
-                 orderly_config: OrderlyConfig | None = None) -> None:
+                 orderly_config: OrderlyConfig | None = None,
+                 on_undecodable: UndecodableReporter | None = None) -> None:
         self.config = config
         self.group = validate_group(config.group)
         if config.message_model not in ("CLUSTERING", "BROADCASTING"):
@@ -121,24 +108,26 @@ class PushConsumer:
         self.sub_version = int(time.time() * 1000)
         self.process_queues: dict[MessageQueue, ProcessQueue] = {}
         self._pull_tasks: dict[MessageQueue, asyncio.Task] = {}
-        self._workers: list[asyncio.Task] = []
-        self._queue: asyncio.Queue[_Task] = asyncio.Queue()
-        self._later: set[asyncio.TimerHandle] = set()
         self._rebalance_lock = asyncio.Lock()
         self._pulling = asyncio.Event()  # cleared while suspended
         self._pulling.set()
         self._suspends = 0
         self.counters = ConsumerCounters()
+        self._report_undecodable: UndecodableReporter = on_undecodable or LogReporter(log, f"{self.group}: ")
+        self._pull_failure_log = LogThrottle(log)
         self.api: PullAPI | None = None
         self.offset_store: RemoteBrokerOffsetStore | LocalFileOffsetStore | None = None
         self._started = False
         self._start_ms = 0
         self.trace_dispatcher: Any = None
         self.orderly: Any = None  # an OrderlyService when consuming orderly
+        self.concurrently: ConcurrentlyService | None = None
         if config.consume_orderly if orderly is None else orderly:
             from mq.client.orderly import OrderlyService
 
             self.orderly = OrderlyService(self, orderly_config or OrderlyConfig())
+        else:
+            self.concurrently = ConcurrentlyService(self)
         if enable_trace:
             attach_trace(self, trace_topic)
 
@@ -164,7 +153,7 @@ class PushConsumer:
             self.instance = await MQClientInstance.acquire(self.client_config)
         else:
             await self.instance.start()
-        self.api = PullAPI(self.instance)
+        self.api = PullAPI(self.instance, self._skipped)
         if self.clustering:
             self.offset_store = RemoteBrokerOffsetStore(self.api, self.group)
         else:
@@ -187,15 +176,19 @@ class PushConsumer:
             raise
         self.instance.register_consumer(self)
         self._start_ms = int(time.time() * 1000)
-        loop = asyncio.get_running_loop()
         if self.orderly is not None:
             self.orderly.start()
         else:
-            self._workers = [loop.create_task(self._worker()) for _ in range(max(1, self.config.consume_thread_max))]
+            assert self.concurrently is not None
+            self.concurrently.start()
         self._started = True
         await self.instance.heartbeat_all()
         await self.rebalance()
         return self
+
+    def _skipped(self, skipped: SkippedRecord) -> None:
+        self.counters.skipped_undecodable += 1
+        self._report_undecodable(skipped)
 
     async def _check_client_in_broker(self) -> None:
         """Java ``checkClientInBroker``: each non-TAG subscription is checked by one broker of its topic."""
@@ -225,13 +218,13 @@ class PushConsumer:
         async with self._rebalance_lock:  # no rebalance adds a queue from here on
             for t in self._pull_tasks.values():
                 t.cancel()
-        for h_ in self._later:
-            h_.cancel()
         if self.orderly is not None:
             await self.orderly.shutdown(grace)
-        with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(self._queue.join(), grace)
-        tasks = [*self._pull_tasks.values(), *self._workers]
+        workers: list[asyncio.Task] = []
+        if self.concurrently is not None:
+            await self.concurrently.drain(grace)
+            workers = self.concurrently.workers
+        tasks = [*self._pull_tasks.values(), *workers]
         for t in tasks:
             t.cancel()
         for t in tasks:
@@ -432,7 +425,10 @@ class PushConsumer:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
-                log.debug("%s: pull of %s failed: %s", self.group, mq, exc)
+                self.counters.pull_failures += 1
+                self._pull_failure_log.warning(("pull-failed", mq), "%s: pull of %s from offset %d failed, "
+                                               "retrying in %.1f s: %s", self.group, mq, offset,
+                                               self.client_config.pull_time_delay_when_exception, exc)
                 await asyncio.sleep(self.client_config.pull_time_delay_when_exception)
                 continue
             if pq.dropped:
@@ -443,10 +439,8 @@ class PushConsumer:
                 if self.orderly is not None:
                     if dispatch:
                         self.orderly.submit(mq, pq)
-                else:
-                    bs = max(1, cfg.consume_message_batch_max_size)
-                    for i in range(0, len(res.messages), bs):
-                        self._queue.put_nowait(_Task(mq, pq, res.messages[i:i + bs]))
+                elif self.concurrently is not None:
+                    self.concurrently.submit(mq, pq, res.messages)
             elif res.status is PullStatus.OFFSET_ILLEGAL:
                 log.warning("%s: offset %d of %s is illegal, moving to %d", self.group, offset, mq,
                             res.next_begin_offset)
@@ -470,92 +464,3 @@ class PushConsumer:
             raise _ReturnedNone("the listener returned None (return ConsumeStatus.CONSUME_SUCCESS or "
                                 "RECONSUME_LATER)")
         return ConsumeStatus(rv) if not isinstance(rv, ConsumeStatus) else rv
-
-    async def _worker(self) -> None:
-        while True:
-            task = await self._queue.get()
-            try:
-                await self._consume(task)
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.exception("%s: consuming from %s failed", self.group, task.mq)
-            finally:
-                self._queue.task_done()
-
-    async def _consume(self, task: _Task) -> None:
-        if task.pq.dropped:
-            return
-        reset_retry_topic(task.msgs, self.group)
-        ctx = ConsumeContextInfo(task.mq)
-        hook_ctx: ConsumeContext | None = None
-        if self.hooks:
-            hook_ctx = ConsumeContext(self.group, task.msgs, task.mq)
-            run_hooks(self.hooks, "consume_before", hook_ctx)
-        began = time.monotonic()
-        outcome = ""
-        try:
-            status = await self._call_listener(task.msgs, ctx)
-        except _ReturnedNone as exc:
-            log.warning("%s: %s", self.group, exc)
-            status, outcome = ConsumeStatus.RECONSUME_LATER, "RETURNNULL"
-        except Exception as exc:
-            log.warning("%s: listener raised on %s: %s", self.group, task.mq, exc)
-            status, outcome = ConsumeStatus.RECONSUME_LATER, "EXCEPTION"
-        if hook_ctx is not None:
-            # ConsumeReturnType as Java's ConsumeMessageConcurrentlyService reports it to the trace hook.
-            if not outcome:
-                if (time.monotonic() - began) * 1000 >= CONSUME_TIMEOUT_MS:
-                    outcome = "TIME_OUT"
-                else:
-                    outcome = "SUCCESS" if status is ConsumeStatus.CONSUME_SUCCESS else "FAILED"
-            hook_ctx.props[CONSUME_CONTEXT_TYPE] = outcome
-            hook_ctx.success = status is ConsumeStatus.CONSUME_SUCCESS
-            hook_ctx.status = status.value
-            run_hooks(self.hooks, "consume_after", hook_ctx)
-        if task.pq.dropped:
-            return
-        failed: list[MessageExt] = []
-        if status is ConsumeStatus.CONSUME_SUCCESS:
-            self.counters.consumed_ok += len(task.msgs)
-        else:
-            self.counters.consumed_failed += len(task.msgs)
-            if self.clustering:
-                for m in task.msgs:
-                    if not await self._send_back(m, ctx.delay_level_when_next_consume):
-                        m.reconsume_times += 1
-                        failed.append(m)
-            else:
-                log.warning("%s: BROADCASTING drops %d failed message(s)", self.group, len(task.msgs))
-        failed_ids = {id(m) for m in failed}
-        done = [m for m in task.msgs if id(m) not in failed_ids] if failed else task.msgs
-        offset = task.pq.remove(done)
-        if offset >= 0 and not task.pq.dropped:
-            assert self.offset_store is not None
-            self.offset_store.update(task.mq, offset, increase_only=True)
-        if failed:
-            self.counters.local_retries += len(failed)
-            loop = asyncio.get_running_loop()
-            retry = _Task(task.mq, task.pq, failed)
-
-            def again(handle_ref: list) -> None:
-                self._later.discard(handle_ref[0])
-                if not task.pq.dropped and self._started:
-                    self._queue.put_nowait(retry)
-            ref: list = []
-            handle = loop.call_later(self.config.local_retry_delay, again, ref)
-            ref.append(handle)
-            self._later.add(handle)
-
-    def _max_reconsume(self) -> int:
-        return 16 if self.config.max_reconsume_times == -1 else self.config.max_reconsume_times
-
-    async def _send_back(self, msg: MessageExt, delay_level: int) -> bool:
-        """CONSUMER_SEND_MSG_BACK to the message's broker; on failure a plain send to %RETRY%<group>."""
-        assert self.instance is not None
-        res = await send_back_concurrently(self.instance, self.group, msg, delay_level, self._max_reconsume())
-        if res is SendBackResult.SENT_BACK:
-            self.counters.sent_back += 1
-        elif res is SendBackResult.RESENT:
-            self.counters.resent_by_producer += 1
-        return res is not SendBackResult.FAILED

@@ -8,16 +8,8 @@
 - a heartbeat (HEART_BEAT 34 with every producer and consumer group) to every known broker every 30 s, and at once
   when a client starts;
 - consumer timers: offsets persisted every 5 s, rebalance every 20 s and on NOTIFY_CONSUMER_IDS_CHANGED;
-- handlers for broker-initiated requests: NOTIFY_CONSUMER_IDS_CHANGED (40), CHECK_TRANSACTION_STATE (39: handed
-  to the producer's ``check_transaction_state`` when it has one), GET_CONSUMER_RUNNING_INFO (307),
-  CONSUME_MESSAGE_DIRECTLY (309), RESET_CONSUMER_CLIENT_OFFSET (220: the push consumer of the header's group
-  resets the header's topic to the body's offsets, ``PushConsumer.reset_offsets``; the body is a ResetOffsetBody
-  ``{"offsetTable":{{MessageQueue}:offset}}`` or the C++ list form ``{"offsetTable":[{"brokerName":..,
-  "offset":..,"queueId":..,"topic":..}]}``; oneway, as Java nothing is answered) and
-  GET_CONSUMER_STATUS_FROM_CLIENT (221: GetConsumerStatusBody ``messageQueueTable`` = the group's in-memory
-  offsets of the topic, every topic when it is empty; an unknown group gets an empty table, as in Java),
-  PUSH_REPLY_MESSAGE_TO_CLIENT (326: a reply to a ``Producer.request``, matched by CORRELATION_ID in
-  ``request_futures``; expired entries are scanned out every second).
+- handlers for broker-initiated requests (``mq.client.client_processor``); replies to ``Producer.request``
+  wait in ``request_futures``, whose expired entries are scanned out every second.
 
 Instances are shared per (client id, event loop): ``acquire(config)`` returns the running one or starts a new
 one; ``release()`` shuts it down when its last user leaves.
@@ -35,27 +27,24 @@ import time
 from typing import Any, Protocol
 
 from mq.client.admin import MQAdmin
-from mq.client.request_reply import RequestFutureTable, reply_from_push
+from mq.client.client_processor import ClientRemotingProcessor
+from mq.client.request_reply import RequestFutureTable
 from mq.client.route_cache import MASTER_ID, TopicPublishInfo, publish_info, subscribe_queues
-from mq.common.fastjson import ObjectKey, dumps, loads
 from mq.common.message import MessageQueue
-from mq.common.record import decode_record
 from mq.config import ClientConfig
-from mq.errors import BrokerError, MQError, RemoteProtocolError, RemotingError, TopicNotExistError
+from mq.errors import MQError, RemotingError, TopicNotExistError
 from mq.protocol import headers as h
 from mq.protocol.bodies import (
     ConsumerData,
     GetConsumerListByGroupResponseBody,
-    GetConsumerStatusBody,
     HeartbeatData,
     ProducerData,
-    ResetOffsetBody,
     TopicRouteData,
 )
 from mq.protocol.acl import SessionCredentials
 from mq.protocol.codes import RequestCode, ResponseCode
 from mq.protocol.command import RemotingCommand
-from mq.remoting import Connection, RemotingClient
+from mq.remoting import RemotingClient
 
 log = logging.getLogger(__name__)
 
@@ -107,25 +96,6 @@ def build_client_id(config: ClientConfig) -> str:
     if config.unit_name:
         cid += f"@{config.unit_name}"
     return cid
-
-
-def reset_offset_table(body: bytes | None) -> dict[MessageQueue, int]:
-    """The offsets of a RESET_CONSUMER_CLIENT_OFFSET body, Java map form or C++ list form (RemoteProtocolError
-    when it is neither); no body: an empty table."""
-    if not body:
-        return {}
-    obj = loads(body)
-    items = obj.get("offsetTable") if isinstance(obj, dict) else None
-    if not isinstance(items, list):
-        return dict(ResetOffsetBody.from_json_value(obj).offset_table)
-    table = {}
-    for item in items:
-        try:
-            table[MessageQueue(str(item["topic"]), str(item["brokerName"]), int(item["queueId"]))] = int(item["offset"])
-        except (KeyError, TypeError, ValueError):
-            raise RemoteProtocolError(f"reset offset item {str(item)[:80]!r}: needs topic, brokerName, queueId "
-                                      "and offset") from None
-    return table
 
 
 _INSTANCES: dict[tuple[str, int], "MQClientInstance"] = {}
@@ -183,14 +153,7 @@ class MQClientInstance:
         if self._started:
             return
         self._started = True
-        r = self.remoting
-        r.register(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, self._on_ids_changed)
-        r.register(RequestCode.CHECK_TRANSACTION_STATE, self._on_check_transaction)
-        r.register(RequestCode.GET_CONSUMER_RUNNING_INFO, self._on_running_info)
-        r.register(RequestCode.CONSUME_MESSAGE_DIRECTLY, self._on_consume_directly)
-        r.register(RequestCode.RESET_CONSUMER_CLIENT_OFFSET, self._on_reset_offset)
-        r.register(RequestCode.GET_CONSUMER_STATUS_FROM_CLIENT, self._on_consumer_status)
-        r.register(RequestCode.PUSH_REPLY_MESSAGE_TO_CLIENT, self._on_push_reply)
+        ClientRemotingProcessor(self).register(self.remoting)
         loop = asyncio.get_running_loop()
         cfg = self.config
         self._tasks = [
@@ -426,89 +389,5 @@ class MQClientInstance:
             except Exception:
                 log.exception("%s: rebalance failed", self.client_id)
 
-    # -- broker-initiated requests ----------------------------------------------------------------------
-    def _on_ids_changed(self, conn: Connection, cmd: RemotingCommand) -> None:
-        group = cmd.ext_fields.get("consumerGroup")
-        log.info("%s: consumer ids of %s changed (from %s), rebalancing", self.client_id, group, conn)
-        self.rebalance_soon()
-        return None
-
-    async def _on_check_transaction(self, conn: Connection, cmd: RemotingCommand) -> None:
-        hdr = h.CheckTransactionStateRequestHeader.from_ext(cmd.ext_fields)
-        msg = decode_record(cmd.body or b"") if cmd.body else None
-        group = msg.properties.get("PGROUP") if msg else None
-        producer = self.producers.get(group or "")
-        checker = getattr(producer, "check_transaction_state", None)
-        if checker is None:
-            log.warning("%s: CHECK_TRANSACTION_STATE for group %s with no transaction producer", self.client_id, group)
-            return None
-        await checker(conn, hdr, msg)
-        return None
-
-    def _on_running_info(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
-        hdr = h.GetConsumerRunningInfoRequestHeader.from_ext(cmd.ext_fields)
-        consumer = self.consumers.get(hdr.consumer_group)
-        if consumer is None:
-            return cmd.response(ResponseCode.SYSTEM_ERROR,
-                                f"The Consumer Group <{hdr.consumer_group}> not exist in this consumer")
-        info = consumer.running_info()
-        info.setdefault("properties", {})["PROP_CLIENT_VERSION"] = "V4_9_4"
-        mq_table = {ObjectKey.from_dict({"topic": mq.topic, "brokerName": mq.broker_name, "queueId": mq.queue_id}): v
-                    for mq, v in info.pop("mqTable", {}).items()}
-        info["mqTable"] = mq_table
-        return cmd.response(ResponseCode.SUCCESS, body=dumps(info))
-
-    async def _on_consume_directly(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
-        hdr = h.ConsumeMessageDirectlyResultRequestHeader.from_ext(cmd.ext_fields)
-        consumer = self.consumers.get(hdr.consumer_group)
-        if consumer is None or not cmd.body:
-            return cmd.response(ResponseCode.SYSTEM_ERROR,
-                                f"The Consumer Group <{hdr.consumer_group}> not exist in this consumer")
-        msg = decode_record(cmd.body, decompress=True)
-        try:
-            result = await consumer.consume_directly(msg, hdr.broker_name)
-        except BrokerError as exc:
-            return cmd.response(exc.code, exc.remark)
-        return cmd.response(ResponseCode.SUCCESS, body=dumps(result))
-
-    async def _on_reset_offset(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand | None:
-        try:
-            hdr = h.ResetOffsetRequestHeader.from_ext(cmd.ext_fields)
-            table = reset_offset_table(cmd.body)
-        except MQError as exc:
-            log.warning("%s: unreadable RESET_CONSUMER_CLIENT_OFFSET from %s: %s", self.client_id, conn, exc)
-            return None if cmd.is_oneway else cmd.response(ResponseCode.SYSTEM_ERROR, str(exc))
-        log.info("%s: offset reset of %s on %s to %s from %s (%d queue(s))", self.client_id, hdr.group, hdr.topic,
-                 hdr.timestamp, conn, len(table))
-        consumer = self.consumers.get(hdr.group)
-        reset = getattr(consumer, "reset_offsets", None)
-        if reset is None:
-            log.info("%s: [reset-offset] no push consumer of group %s here", self.client_id, hdr.group)
-        else:
-            try:
-                await reset(hdr.topic, table)
-            except MQError as exc:
-                log.warning("%s: offset reset of %s on %s failed: %s", self.client_id, hdr.group, hdr.topic, exc)
-        return None if cmd.is_oneway else cmd.response(ResponseCode.SUCCESS)
-
-    def _on_consumer_status(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
-        hdr = h.GetConsumerStatusRequestHeader.from_ext(cmd.ext_fields)
-        consumer = self.consumers.get(hdr.group)
-        table = consumer.offset_table(hdr.topic or "") if hasattr(consumer, "offset_table") else {}
-        body = GetConsumerStatusBody(message_queue_table=dict(sorted(table.items())))
-        return cmd.response(ResponseCode.SUCCESS, body=body.to_json())
-
-    # -- request-reply ----------------------------------------------------------------------------------
     async def _scan_requests(self) -> None:
         self.request_futures.scan_expired()
-
-    def _on_push_reply(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
-        """PUSH_REPLY_MESSAGE_TO_CLIENT (326): SUCCESS once decoded (matched or not), as Java answers."""
-        try:
-            hdr = h.ReplyMessageRequestHeader.from_ext(cmd.ext_fields)
-            reply = reply_from_push(hdr, bytes(cmd.body) if cmd.body else b"")
-        except (MQError, ValueError) as exc:
-            log.warning("%s: unknown err when receiveReplyMsg from %s: %s", self.client_id, conn, exc)
-            return cmd.response(ResponseCode.SYSTEM_ERROR, "process reply message fail")
-        self.request_futures.complete(reply)
-        return cmd.response(ResponseCode.SUCCESS)

@@ -43,7 +43,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
-from mq.client.consumer import CONSUME_CONTEXT_TYPE, CONSUME_TIMEOUT_MS, _ReturnedNone
+from mq.client.concurrently import CONSUME_CONTEXT_TYPE, CONSUME_TIMEOUT_MS, _ReturnedNone
 from mq.client.hooks import ConsumeContext, ConsumeStatus, run_hooks
 from mq.client.offset_store import ReadOffsetType
 from mq.client.queue_lock import QueueLocker

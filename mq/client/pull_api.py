@@ -15,6 +15,12 @@ Response codes map to ``PullStatus``: 0 FOUND, 19 NO_NEW_MSG, 20 NO_MATCHED_MSG,
 filtered again by tag on the client (the broker filters by hash code only) and get ``MIN_OFFSET``/``MAX_OFFSET``
 properties; a consumed message's ``msg_id`` is its UNIQ_KEY when it has one, else its offsetMsgId (Java rule).
 
+A record that cannot be decoded is stepped over and reported (``mq.client.undecodable``; it is in
+``PullResult.skipped``), and the records around it are delivered (``mq.common.record_scan``). When a record's
+framing is broken, ``pull`` delivers what came before it and ends the answer there (``next_begin_offset`` is
+that record's offset); a pull that starts at such a record asks for it alone, and steps over it when it
+still does not decode. Java's client instead drops the bad record and the rest of the answer without a word.
+
 SQL92 subscriptions (``build_subscription(topic, expr, "SQL92")``) carry the selector as ``subscription`` with
 ``expressionType=SQL92``; only the broker evaluates them (the client-side re-filter passes every message).
 ``check_client_config`` sends CHECK_CLIENT_CONFIG (46), the check a Java consumer makes before it starts: body
@@ -25,14 +31,17 @@ has no property filter, SUBSCRIPTION_PARSE_FAILED when the selector does not com
 from __future__ import annotations
 
 import enum
+import logging
 import time
 from dataclasses import dataclass, field
 
 from mq.client.instance import MQClientInstance
+from mq.client.undecodable import LogReporter, UndecodableReporter
 from mq.common import properties as P
 from mq.common.fastjson import dumps as fastjson_dumps
 from mq.common.message import MessageExt, MessageQueue
-from mq.common.record import iter_records
+from mq.common.record import MAX_INFLATED_BODY
+from mq.common.record_scan import RecordScan, SkippedRecord, ask_alone, scan_records, settle
 from mq.common.tags import SubscriptionData, parse_subscription
 from mq.common.topic import validate_group, validate_topic
 from mq.config import ClientConfig
@@ -41,6 +50,8 @@ from mq.protocol import bodies
 from mq.protocol import headers as h
 from mq.protocol.codes import RequestCode, ResponseCode
 from mq.protocol.command import RemotingCommand
+
+log = logging.getLogger(__name__)
 
 FLAG_COMMIT_OFFSET = 0x1
 FLAG_SUSPEND = 0x2
@@ -96,15 +107,18 @@ class PullResult:
     messages: list[MessageExt] = field(default_factory=list)
     #: messages the broker returned before the client-side tag filter
     raw_count: int = 0
+    #: records of the answer that could not be decoded and were stepped over (each one was reported)
+    skipped: list[SkippedRecord] = field(default_factory=list)
 
 
 def decode_pull_body(body: bytes | memoryview, mq: MessageQueue, sub: SubscriptionData, min_offset: int,
-                     max_offset: int) -> tuple[list[MessageExt], int]:
+                     max_offset: int, *, max_inflated: int = MAX_INFLATED_BODY
+                     ) -> tuple[list[MessageExt], int, RecordScan]:
+    """(messages that match ``sub``, records decoded, the scan: every decoded record and every skipped one)."""
+    scan = scan_records(body, decompress=True, max_inflated=max_inflated)
     out: list[MessageExt] = []
-    n = 0
     lo, hi = str(min_offset), str(max_offset)
-    for m in iter_records(body, decompress=True):
-        n += 1
+    for m in scan.messages:
         if not sub.matches_tags(m.properties.get(P.TAGS)):
             continue
         m.broker_name = mq.broker_name
@@ -114,14 +128,17 @@ def decode_pull_body(body: bytes | memoryview, mq: MessageQueue, sub: Subscripti
         m.properties[P.MIN_OFFSET] = lo
         m.properties[P.MAX_OFFSET] = hi
         out.append(m)
-    return out, n
+    return out, len(scan.messages), scan
 
 
 class PullAPI:
-    """Broker calls a consumer needs, bound to one ``MQClientInstance``."""
+    """Broker calls a consumer needs, bound to one ``MQClientInstance``. ``on_undecodable`` takes each record
+    a pull steps over (default: a throttled WARNING)."""
 
-    def __init__(self, instance: MQClientInstance) -> None:
+    def __init__(self, instance: MQClientInstance, on_undecodable: UndecodableReporter | None = None,
+                 log_prefix: str = "") -> None:
         self.instance = instance
+        self.on_undecodable: UndecodableReporter = on_undecodable or LogReporter(log, log_prefix)
         #: the brokerId each queue's next pull goes to: the broker's last ``suggestWhichBrokerId``
         #: (Java ``PullAPIWrapper.pullFromWhichNodeTable``)
         self.pull_from: dict[MessageQueue, int] = {}
@@ -147,6 +164,26 @@ class PullAPI:
     async def pull(self, group: str, mq: MessageQueue, offset: int, max_nums: int, sub: SubscriptionData, *,
                    sys_flag: int = FLAG_SUBSCRIPTION, commit_offset: int = 0, suspend: float = 0.0,
                    timeout: float = 10.0, sub_version: int = 0) -> PullResult:
+        """One PULL_MESSAGE (two when the answer starts with a record whose framing is broken: that record is
+        then asked for alone, to step over it and no other)."""
+        result, scan = await self._pull(group, mq, offset, max_nums, sub, sys_flag=sys_flag,
+                                        commit_offset=commit_offset, suspend=suspend, timeout=timeout,
+                                        sub_version=sub_version)
+        if scan is not None and ask_alone(scan, max_nums):
+            result, scan = await self._pull(group, mq, offset, 1, sub,
+                                            sys_flag=sys_flag & ~(FLAG_COMMIT_OFFSET | FLAG_SUSPEND),
+                                            timeout=timeout, sub_version=sub_version)
+        if scan is None or not scan.skipped:
+            return result
+        result.next_begin_offset, skipped = settle(scan, offset, result.next_begin_offset)
+        result.skipped = [s.located(topic=mq.topic, queue_id=mq.queue_id, source=mq.broker_name) for s in skipped]
+        for s in result.skipped:
+            self.on_undecodable(s)
+        return result
+
+    async def _pull(self, group: str, mq: MessageQueue, offset: int, max_nums: int, sub: SubscriptionData, *,
+                    sys_flag: int, commit_offset: int = 0, suspend: float = 0.0, timeout: float = 10.0,
+                    sub_version: int = 0) -> tuple[PullResult, RecordScan | None]:
         addr, slave = await self._pull_addr(mq)
         if slave:  # a slave never stores the pull's commit offset (Java clears the flag)
             sys_flag &= ~FLAG_COMMIT_OFFSET
@@ -165,11 +202,14 @@ class PullAPI:
         rh = h.PullMessageResponseHeader.from_ext(resp.ext_fields)
         self.pull_from[mq] = rh.suggest_which_broker_id
         result = PullResult(status, rh.next_begin_offset, rh.min_offset, rh.max_offset)
+        scan = None
         if status is PullStatus.FOUND and resp.body:
-            result.messages, result.raw_count = decode_pull_body(resp.body, mq, sub, rh.min_offset, rh.max_offset)
+            result.messages, result.raw_count, scan = decode_pull_body(
+                resp.body, mq, sub, rh.min_offset, rh.max_offset,
+                max_inflated=self.instance.config.max_inflated_body_size)
             if not result.messages:
                 result.status = PullStatus.NO_MATCHED_MSG
-        return result
+        return result, scan
 
     async def _offset_call(self, mq: MessageQueue, code: int, ext: dict[str, str], *,
                            ok: tuple[int, ...] = (ResponseCode.SUCCESS,), master: bool = True) -> RemotingCommand:
@@ -215,21 +255,24 @@ class PullAPI:
 
 
 class PullConsumer:
-    """Pull from a queue at an offset of your choosing (``DefaultMQPullConsumer``)."""
+    """Pull from a queue at an offset of your choosing (``DefaultMQPullConsumer``). ``on_undecodable`` takes
+    each record a pull steps over because it cannot be decoded (default: a throttled WARNING log)."""
 
     def __init__(self, group: str = "DEFAULT_PULL_CONSUMER", client_config: ClientConfig | None = None, *,
-                 instance: MQClientInstance | None = None) -> None:
+                 instance: MQClientInstance | None = None,
+                 on_undecodable: UndecodableReporter | None = None) -> None:
         self.group = validate_group(group)
         self.client_config = client_config or ClientConfig()
         self.instance = instance
         self._own_instance = instance is None
+        self.on_undecodable = on_undecodable
         self.api: PullAPI | None = None
 
     async def start(self) -> "PullConsumer":
         if self.api is None:
             if self.instance is None:
                 self.instance = await MQClientInstance.acquire(self.client_config)
-            self.api = PullAPI(self.instance)
+            self.api = PullAPI(self.instance, self.on_undecodable, log_prefix=f"{self.group}: ")
         return self
 
     async def shutdown(self) -> None:

@@ -111,171 +111,171 @@ def loads(data: bytes | bytearray | memoryview | str,
             text = bytes(data).decode("utf-8")
         except UnicodeDecodeError as exc:
             raise FastJsonDecodeError(f"JSON text is not UTF-8: {exc}") from None
-    parser = _Parser(text, object_key or ObjectKey.from_dict)
-    try:
-        value = parser.document()
-    except RecursionError:
-        raise FastJsonDecodeError("JSON nested too deeply") from None
-    return value
+    return _parse(text, object_key or ObjectKey.from_dict)
 
 
-_WS = re.compile(r"[ \t\r\n]*")
-_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
-_NUMBER = re.compile(r"-?\d+(\.\d+)?([eE][+-]?\d+)?")
-_IDENT = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*")
+#: One token of the dialect, after optional whitespace; ``lastgroup`` names its kind. A string holds no raw
+#: control character (JSON forbids them); its escapes are checked when it is decoded.
+_TOKEN = re.compile(r"""[ \t\r\n]*(?:
+      (?P<s>"[^"\\\x00-\x1f]*(?:\\.[^"\\\x00-\x1f]*)*")
+    | (?P<n>-?[0-9]+(?P<f>(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?))
+    | (?P<i>[A-Za-z_$][A-Za-z0-9_$]*)
+    | (?P<p>[{}\[\]:,])
+    )""", re.VERBOSE)
+_TRAILING_WS = re.compile(r"[ \t\r\n]*")
 _LITERALS = {"true": True, "false": False, "null": None}
+#: Longest integer accepted (Python refuses to convert longer ones; no RocketMQ number comes close).
+_MAX_DIGITS = 4000
+
+# What the parser expects next.
+_VALUE, _FIRST_VALUE, _KEY, _FIRST_KEY, _COLON, _MEMBER_VALUE, _NEXT, _END = range(8)
 
 
-class _Parser:
-    __slots__ = ("text", "pos", "object_key", "depth")
+def _fail(text: str, pos: int, what: str) -> FastJsonDecodeError:
+    return FastJsonDecodeError(f"bad JSON at offset {pos}: {what} (near {text[pos:pos + 20]!r})")
 
-    def __init__(self, text: str, object_key: Callable[[dict], Hashable]) -> None:
-        self.text = text
-        self.pos = 0
-        self.object_key = object_key
-        self.depth = 0
 
-    def fail(self, what: str) -> FastJsonDecodeError:
-        near = self.text[self.pos:self.pos + 20]
-        return FastJsonDecodeError(f"bad JSON at offset {self.pos}: {what} (near {near!r})")
-
-    def ws(self) -> None:
-        self.pos = _WS.match(self.text, self.pos).end()
-
-    def document(self) -> Any:
-        self.ws()
-        value = self.value()
-        self.ws()
-        if self.pos != len(self.text):
-            raise self.fail("trailing characters")
-        return value
-
-    def value(self) -> Any:
-        text = self.text
-        if self.pos >= len(text):
-            raise self.fail("unexpected end")
-        ch = text[self.pos]
-        if ch == "{":
-            return self.obj()
-        if ch == "[":
-            return self.array()
-        if ch == '"':
-            return self.string()
-        m = _NUMBER.match(text, self.pos)
-        if m:
-            self.pos = m.end()
-            return self.number(m)
-        m = _IDENT.match(text, self.pos)
-        if m and m.group() in _LITERALS:
-            self.pos = m.end()
-            return _LITERALS[m.group()]
-        raise self.fail("expected a value")
-
-    @staticmethod
-    def number(m: re.Match) -> int | float:
-        if m.group(1) is None and m.group(2) is None:
-            return int(m.group())
-        return float(m.group())
-
-    def string(self) -> str:
-        m = _STRING.match(self.text, self.pos)
-        if not m:
-            raise self.fail("unterminated string")
-        self.pos = m.end()
-        raw = m.group()
+def _scalar(text: str, m: re.Match, kind: str | None) -> Any:
+    if kind == "s":
+        raw = m.group("s")
         if "\\" not in raw:
-            if any(ord(c) < 0x20 for c in raw):
-                raise self.fail("control character in string")
             return raw[1:-1]
         try:
             return orjson.loads(raw)
         except orjson.JSONDecodeError:
-            raise self.fail("bad escape in string") from None
+            raise _fail(text, m.start("s"), "bad escape in string") from None
+    if kind == "n":
+        if m.group("f"):
+            return float(m.group("n"))
+        digits = m.group("n")
+        if len(digits) > _MAX_DIGITS:
+            raise _fail(text, m.start("n"), f"integer of more than {_MAX_DIGITS} digits")
+        return int(digits)
+    word = m.group("i")
+    if word in _LITERALS:
+        return _LITERALS[word]
+    raise _fail(text, m.start("i"), "expected a value")
 
-    def enter(self) -> None:
-        self.depth += 1
-        if self.depth > MAX_DEPTH:
-            raise self.fail(f"nested deeper than {MAX_DEPTH}")
 
-    def key(self) -> Hashable:
-        text = self.text
-        ch = text[self.pos] if self.pos < len(text) else ""
-        if ch == '"':
-            return self.string()
-        if ch == "{":
-            obj = self.obj()
-            try:
-                return self.object_key(obj)
-            except (TypeError, ValueError, KeyError, RemoteProtocolError) as exc:
-                raise self.fail(f"object key not accepted: {exc}") from None
-        m = _NUMBER.match(text, self.pos)
-        if m:
-            self.pos = m.end()
-            return self.number(m)
-        m = _IDENT.match(text, self.pos)
-        if m:
-            self.pos = m.end()
-            return m.group()
-        raise self.fail("expected a key")
+def _parse(text: str, object_key: Callable[[dict], Hashable]) -> Any:
+    """The tolerant reader: one pass over the tokens with an explicit stack, so its time is linear in the
+    text and its depth is bounded by ``MAX_DEPTH`` without recursion.
 
-    def obj(self) -> dict:
-        self.enter()
-        text = self.text
-        self.pos += 1
-        out: dict = {}
-        self.ws()
-        if self.pos < len(text) and text[self.pos] == "}":
-            self.pos += 1
-            self.depth -= 1
-            return out
-        while True:
-            self.ws()
-            k = self.key()
-            self.ws()
-            if self.pos >= len(text) or text[self.pos] != ":":
-                raise self.fail("expected ':'")
-            self.pos += 1
-            self.ws()
-            if self.pos < len(text) and text[self.pos] in ",}":
-                out[k] = None  # C++ writes "mqTable":} when it has no queues
+    A stack frame is ``[container, key, is_key]``: the dict or list being filled, the member key waiting for
+    its value, and whether the container is an object used as a key (fastjson's ``{{...}:v}``). The bottom
+    frame is a list that receives the document's value."""
+    scan = _TOKEN.scanner(text).match
+    stack: list[list] = [[[], None, False]]  # the root frame receives the document's value
+    state = _VALUE
+    end = 0
+    while state != _END:
+        m = scan()
+        if m is None:
+            pos = _TRAILING_WS.match(text, end).end()
+            raise _fail(text, pos, "unexpected end" if pos >= len(text) else "unexpected character")
+        end = m.end()
+        kind = m.lastgroup
+        if kind == "f":  # the fraction group of a number closes last
+            kind = "n"
+        tok = m.group("p") if kind == "p" else None
+        if state == _COLON:
+            if tok != ":":
+                raise _fail(text, m.start(), "expected ':'")
+            state = _MEMBER_VALUE
+            continue
+        if state == _KEY or state == _FIRST_KEY:
+            if tok == "{":  # fastjson's object key
+                if len(stack) > MAX_DEPTH:
+                    raise _fail(text, m.start(), f"nested deeper than {MAX_DEPTH}")
+                stack.append([{}, None, True])
+                state = _FIRST_KEY
+                continue
+            if kind == "i":
+                stack[-1][1] = m.group("i")
+            elif kind == "s" or kind == "n":
+                stack[-1][1] = _scalar(text, m, kind)
+            elif not (tok == "}" and state == _FIRST_KEY):
+                raise _fail(text, m.start(), "expected a key")
+            else:  # "{}"
+                value = _close(text, m, stack, object_key)
+                if value is _KEY_DONE:
+                    state = _COLON
+                    continue
+                state = _place(stack, value)
+                continue
+            state = _COLON
+            continue
+        if state == _NEXT:
+            closer = "}" if type(stack[-1][0]) is dict else "]"
+            if tok == ",":
+                state = _KEY if closer == "}" else _VALUE
+                continue
+            if tok != closer:
+                raise _fail(text, m.start(), f"expected ',' or '{closer}'")
+            value = _close(text, m, stack, object_key)
+            if value is _KEY_DONE:
+                state = _COLON
+                continue
+            state = _place(stack, value)
+            continue
+        # a value is expected (_VALUE, _FIRST_VALUE after "[", _MEMBER_VALUE after ":")
+        if tok is None:
+            state = _place(stack, _scalar(text, m, kind))
+        elif tok == "{" or tok == "[":
+            if len(stack) > MAX_DEPTH:
+                raise _fail(text, m.start(), f"nested deeper than {MAX_DEPTH}")
+            if tok == "{":
+                stack.append([{}, None, False])
+                state = _FIRST_KEY
             else:
-                out[k] = self.value()
-            self.ws()
-            if self.pos >= len(text):
-                raise self.fail("unterminated object")
-            ch = text[self.pos]
-            self.pos += 1
-            if ch == "}":
-                self.depth -= 1
-                return out
-            if ch != ",":
-                self.pos -= 1
-                raise self.fail("expected ',' or '}'")
+                stack.append([[], None, False])
+                state = _FIRST_VALUE
+        elif state == _MEMBER_VALUE and (tok == "," or tok == "}"):
+            top = stack[-1]  # C++ writes "mqTable":} when it has no queues: the member is null
+            top[0][top[1]] = None
+            if tok == ",":
+                state = _KEY
+                continue
+            value = _close(text, m, stack, object_key)
+            state = _COLON if value is _KEY_DONE else _place(stack, value)
+        elif state == _FIRST_VALUE and tok == "]":
+            state = _place(stack, _close(text, m, stack, object_key))
+        else:
+            raise _fail(text, m.start(), "expected a value")
+    pos = _TRAILING_WS.match(text, end).end()
+    if pos != len(text):
+        raise _fail(text, pos, "trailing characters")
+    return stack[0][0][0]
 
-    def array(self) -> list:
-        self.enter()
-        text = self.text
-        self.pos += 1
-        out: list = []
-        self.ws()
-        if self.pos < len(text) and text[self.pos] == "]":
-            self.pos += 1
-            self.depth -= 1
-            return out
-        while True:
-            self.ws()
-            out.append(self.value())
-            self.ws()
-            if self.pos >= len(text):
-                raise self.fail("unterminated array")
-            ch = text[self.pos]
-            self.pos += 1
-            if ch == "]":
-                self.depth -= 1
-                return out
-            if ch != ",":
-                self.pos -= 1
-                raise self.fail("expected ',' or ']'")
+
+def _close(text: str, m: re.Match, stack: list[list], object_key: Callable[[dict], Hashable]) -> Any:
+    """Pop the container just closed; an object that is a key becomes the key of the frame below it."""
+    container, _key, is_key = stack.pop()
+    if not is_key:
+        return container
+    try:
+        stack[-1][1] = object_key(container)
+    except (TypeError, ValueError, KeyError, RemoteProtocolError) as exc:
+        raise _fail(text, m.start(), f"object key not accepted: {exc}") from None
+    return _KEY_DONE
+
+
+def _place(stack: list[list], value: Any) -> int:
+    """Put a complete value in its container (the root frame: the document is complete); the next state."""
+    top = stack[-1]
+    if len(stack) == 1:
+        top[0].append(value)
+        return _END
+    container = top[0]
+    if type(container) is dict:
+        container[top[1]] = value
+    else:
+        container.append(value)
+    return _NEXT
+
+
+#: Returned by ``_close`` when the closed object was a key.
+_KEY_DONE = object()
 
 
 # ---------------------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from typing import Iterable
 
 from mq.common import properties as P
 from mq.common.hosts import Address
+from mq.common.javanum import INT32_MAX, INT32_MIN, parse_java_int
 
 
 @dataclass(slots=True)
@@ -143,6 +144,8 @@ class MessageQueue:
         if not isinstance(obj, dict):
             raise ValueError(f"a MessageQueue must be a JSON object, not {type(obj).__name__}")
         qid = obj.get("queueId", 0)
-        if isinstance(qid, bool) or not isinstance(qid, (int, str)):
-            raise ValueError(f"MessageQueue queueId is not an integer: {qid!r}")
-        return cls(str(obj.get("topic") or ""), str(obj.get("brokerName") or ""), int(qid))
+        if type(qid) is str:
+            qid = parse_java_int(qid)  # ValueError when Integer.parseInt would refuse it
+        elif type(qid) is not int or not INT32_MIN <= qid <= INT32_MAX:
+            raise ValueError(f"MessageQueue queueId is not an int: {str(qid)[:40]!r}")
+        return cls(str(obj.get("topic") or ""), str(obj.get("brokerName") or ""), qid)

@@ -59,7 +59,7 @@ from mq.common.hosts import pack_host, unpack_host
 from mq.common.message import Message, MessageExt
 from mq.common.msg_id import create_offset_msg_id_raw
 from mq.common.properties import decode_properties, encode_properties
-from mq.errors import RemoteProtocolError
+from mq.errors import RecordContentError, RemoteProtocolError
 
 MESSAGE_MAGIC_CODE = 0xDAA320A7
 BLANK_MAGIC_CODE = 0xCBD43194
@@ -80,6 +80,31 @@ _I64 = struct.Struct(">q")
 _I16 = struct.Struct(">h")
 _TAIL = struct.Struct(">iqi")  # RECONSUMETIMES, PREPAREDTRANSACTIONOFFSET, BODYLENGTH
 _V6_HOSTS = SF.BORNHOST_V6 | SF.STOREHOST_V6
+
+
+#: Largest body a consumer inflates from a compressed record (a zlib bomb of 4 MiB would inflate to 4 GiB).
+#: A producer checks maxMessageSize (4 MiB by default) before it compresses, so real bodies stay far below.
+MAX_INFLATED_BODY = 64 * 1024 * 1024
+_CODEC_NAMES = {SF.COMPRESSION_LZ4: "LZ4", SF.COMPRESSION_ZSTD: "ZSTD"}
+
+
+def inflate(body: bytes, sys_flag: int, limit: int = MAX_INFLATED_BODY) -> bytes:
+    """The body of a record flagged compressed (sysFlag bit 0x1), inflated; ValueError saying why it cannot
+    be: not a zlib stream, more than ``limit`` bytes once inflated, or a codec (LZ4, ZSTD) this client lacks."""
+    codec = sys_flag & SF.COMPRESSION_MASK
+    if codec not in (0, SF.COMPRESSION_ZLIB):
+        name = _CODEC_NAMES.get(codec, f"unknown codec 0x{codec:03X}")
+        raise ValueError(f"body is compressed with {name}; this client inflates zlib only")
+    inflater = zlib.decompressobj()
+    try:
+        out = inflater.decompress(body, limit + 1)
+    except zlib.error as exc:
+        raise ValueError(f"body is flagged zlib-compressed but does not inflate: {exc}") from None
+    if len(out) > limit:
+        raise ValueError(f"body inflates past {limit} bytes")
+    if not inflater.eof:
+        raise ValueError(f"body is flagged zlib-compressed but its {len(body)}-byte zlib stream is truncated")
+    return out
 
 
 def body_crc(body: bytes | memoryview) -> int:
@@ -123,8 +148,13 @@ def encode_record(msg: MessageExt, *, properties_string: str | None = None) -> b
 
 
 def decode_record(buf: bytes | bytearray | memoryview, pos: int = 0, *, read_body: bool = True,
-                  decompress: bool = False, check_crc: bool = False) -> MessageExt:
-    """Decode the record starting at ``buf[pos]``; raises RemoteProtocolError if it is malformed."""
+                  decompress: bool = False, check_crc: bool = False,
+                  max_inflated: int = MAX_INFLATED_BODY) -> MessageExt:
+    """Decode the record starting at ``buf[pos]``; raises RemoteProtocolError if it is malformed.
+
+    A record whose framing holds but whose topic is not UTF-8, or (``decompress``) whose body flagged
+    compressed cannot be inflated (``inflate``), raises RecordContentError: its ``size`` lets a reader step
+    over it, its ``stored`` is the record as stored."""
     mv = buf if buf.__class__ is memoryview else memoryview(buf)
     try:
         if len(mv) - pos >= RECORD_HEADER_V4_SIZE:  # one unpack for the whole fixed part, read as IPv4 hosts
@@ -160,37 +190,56 @@ def decode_record(buf: bytes | bytearray | memoryview, pos: int = 0, *, read_bod
         topic_len = mv[p]
         if topic_len > 127:
             raise RemoteProtocolError(f"bad topic length at {pos}")
-        topic = str(mv[p + 1:p + 1 + topic_len], "utf-8")
+        topic_raw = mv[p + 1:p + 1 + topic_len]
         p += 1 + topic_len
         (props_len,) = _I16.unpack_from(mv, p)
         p += 2
         if props_len < 0 or p + props_len != pos + total:
             raise RemoteProtocolError(f"record length mismatch at {pos}")
         props = decode_properties(str(mv[p:p + props_len], "utf-8", "replace"))
+        born_host, store_host = unpack_host(born_raw), unpack_host(store_raw)
     except (struct.error, IndexError, UnicodeDecodeError, ValueError) as exc:
         if isinstance(exc, RemoteProtocolError):
             raise
         raise RemoteProtocolError(f"truncated or malformed record at {pos}: {exc}") from None
-    if decompress and read_body and SF.is_zlib_compressed(sys_flag):
-        body = zlib.decompress(body)
-    return MessageExt(
+    # The framing holds from here on: a failure is the content's, and the next record starts at pos + total.
+    try:
+        topic, bad_topic = str(topic_raw, "utf-8"), None
+    except UnicodeDecodeError as exc:
+        topic, bad_topic = str(topic_raw, "utf-8", "replace"), exc
+    msg = MessageExt(
         topic=topic, body=body, flag=flag, properties=props, queue_id=queue_id, store_size=total,
-        queue_offset=queue_offset, sys_flag=sys_flag, born_timestamp=born_ts, born_host=unpack_host(born_raw),
-        store_timestamp=store_ts, store_host=unpack_host(store_raw), msg_id=create_offset_msg_id_raw(store_raw, phy),
+        queue_offset=queue_offset, sys_flag=sys_flag, born_timestamp=born_ts, born_host=born_host,
+        store_timestamp=store_ts, store_host=store_host, msg_id=create_offset_msg_id_raw(store_raw, phy),
         commit_log_offset=phy, body_crc=crc, reconsume_times=reconsume, prepared_transaction_offset=prepared,
     )
+    if bad_topic is not None:
+        raise RecordContentError(f"topic is not UTF-8 ({bad_topic})", size=total, stored=msg)
+    if decompress and read_body and sys_flag & SF.COMPRESSED:
+        try:
+            msg.body = inflate(body, sys_flag, max_inflated)
+        except ValueError as exc:
+            raise RecordContentError(str(exc), size=total, stored=msg) from None
+    return msg
 
 
-def iter_records(buf: bytes | bytearray | memoryview, *, strict: bool = False,
-                 decompress: bool = False) -> Iterator[MessageExt]:
+def iter_records(buf: bytes | bytearray | memoryview, *, strict: bool = False, decompress: bool = False,
+                 max_inflated: int = MAX_INFLATED_BODY) -> Iterator[MessageExt]:
     """Decode a run of concatenated records (a PULL / QUERY body).
 
-    Like the Java client, a record that fails to decode ends the run silently unless ``strict``."""
+    Unless ``strict`` (which raises), a record whose content cannot be decoded (RecordContentError) is stepped
+    over and a record whose framing is broken ends the run, both silently: readers that must say what they
+    skipped use ``mq.common.record_scan.scan_records``."""
     mv = memoryview(buf)
     pos, end = 0, len(mv)
     while pos < end:
         try:
-            msg = decode_record(mv, pos, decompress=decompress)
+            msg = decode_record(mv, pos, decompress=decompress, max_inflated=max_inflated)
+        except RecordContentError as exc:
+            if strict:
+                raise
+            pos += exc.size
+            continue
         except RemoteProtocolError:
             if strict:
                 raise
@@ -199,9 +248,9 @@ def iter_records(buf: bytes | bytearray | memoryview, *, strict: bool = False,
         pos += msg.store_size
 
 
-def decode_records(buf: bytes | bytearray | memoryview, *, strict: bool = False,
-                   decompress: bool = False) -> list[MessageExt]:
-    return list(iter_records(buf, strict=strict, decompress=decompress))
+def decode_records(buf: bytes | bytearray | memoryview, *, strict: bool = False, decompress: bool = False,
+                   max_inflated: int = MAX_INFLATED_BODY) -> list[MessageExt]:
+    return list(iter_records(buf, strict=strict, decompress=decompress, max_inflated=max_inflated))
 
 
 # -- batch request body -----------------------------------------------------------------------------------

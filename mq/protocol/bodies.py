@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar
 
 from mq.common.fastjson import ObjectKey, dumps, loads
+from mq.common.javanum import INT64_MAX, INT64_MIN, parse_java_int
 from mq.common.message import MessageQueue
 from mq.errors import RemoteProtocolError
 from mq.protocol.codes import LanguageCode
@@ -55,6 +56,7 @@ def standard_json_for(request_version: int, accept_standard_json_only: bool = Fa
 class ConsumeType(enum.IntEnum):
     CONSUME_ACTIVELY = 0
     CONSUME_PASSIVELY = 1
+    CONSUME_POP = 2  # RocketMQ 5
 
 
 class MessageModel(enum.IntEnum):
@@ -94,7 +96,7 @@ def _dec_int(v: Any) -> int:
         return v
     if isinstance(v, str):
         try:
-            return int(v.strip())
+            return parse_java_int(v, INT64_MIN, INT64_MAX)
         except ValueError:
             raise _bad("expected an integer", v) from None
     if isinstance(v, float) and v.is_integer():
@@ -312,6 +314,8 @@ class TopicConfig(JsonBody):
     topic_filter_type: str = "SINGLE_TAG"
     topic_sys_flag: int = 0
     order: bool = False
+    #: RocketMQ 5 topic attributes without their +/- sign (``{"message.type": "FIFO"}``); None: none (not written)
+    attributes: dict[str, str] | None = None
 
     def to_json_value(self) -> dict:
         """``JsonBody.to_json_value`` written out (a broker rewrites topics.json and registers the whole table,
@@ -321,6 +325,8 @@ class TopicConfig(JsonBody):
                "topicSysFlag": self.topic_sys_flag, "writeQueueNums": self.write_queue_nums}
         if None in out.values():  # not a well-typed config: the generic encoder leaves such fields out
             return JsonBody.to_json_value(self)
+        if self.attributes is not None:
+            return {"attributes": dict(self.attributes), **out}
         return out
 
     def encode_text(self) -> str:
@@ -334,7 +340,8 @@ class TopicConfig(JsonBody):
         if len(parts) != 5 or parts[4] not in ("SINGLE_TAG", "MULTI_TAG"):
             raise RemoteProtocolError(f"bad compressed topic config {text[:80]!r}")
         try:
-            return cls(parts[0], int(parts[1]), int(parts[2]), int(parts[3]), parts[4])
+            return cls(parts[0], parse_java_int(parts[1]), parse_java_int(parts[2]), parse_java_int(parts[3]),
+                       parts[4])
         except ValueError:
             raise RemoteProtocolError(f"bad compressed topic config {text[:80]!r}") from None
 
@@ -427,6 +434,10 @@ class BrokerData(JsonBody):
     cluster: str = ""
     broker_name: str = ""
     broker_addrs: dict[int, str] = field(default_factory=dict)
+    #: remoting address -> gRPC endpoint (``host:grpcServerPort``) of the brokers that serve one; an mq name
+    #: server's extension (absent, None, from a Java name server, and for brokers without a gRPC endpoint).
+    #: 4.x clients ignore members they do not know.
+    grpc_addrs: dict[str, str] | None = None
 
 
 @dataclass(slots=True)
@@ -572,6 +583,9 @@ class OffsetWrapper(JsonBody):
     broker_offset: int = 0
     consumer_offset: int = 0
     last_timestamp: int = 0
+    #: RocketMQ 5: consumer offset + messages in flight (popped, not yet acked); mqadmin 5.x prints the
+    #: difference as #Inflight. None (not written) where nothing is in flight.
+    pull_offset: int | None = None
 
 
 @dataclass(slots=True)
@@ -592,6 +606,70 @@ class ConsumerOffsetSerializeWrapper(JsonBody):
     offset_table: dict[str, dict[int, int]] = field(default_factory=dict)
 
 
+#: CustomizedRetryPolicy's default ``next`` (ms): 1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h.
+DEFAULT_RETRY_DELAYS_MS = (1000, 5000, 10_000, 30_000, 60_000, 120_000, 180_000, 240_000, 300_000, 360_000,
+                           420_000, 480_000, 540_000, 600_000, 1_200_000, 1_800_000, 3_600_000, 7_200_000)
+RETRY_POLICY_TYPES = ("CUSTOMIZED", "EXPONENTIAL")
+
+
+@dataclass(slots=True)
+class CustomizedRetryPolicy(JsonBody):
+    """RocketMQ 5: the delay before retry n is ``next[n + 2]`` (the 4.x delay levels 3..18), the last beyond."""
+
+    next: list[int] = field(default_factory=lambda: list(DEFAULT_RETRY_DELAYS_MS))
+
+    def next_delay(self, reconsume_times: int) -> int:
+        if not self.next:
+            return DEFAULT_RETRY_DELAYS_MS[-1]
+        return self.next[min(max(reconsume_times, 0) + 2, len(self.next) - 1)]
+
+
+@dataclass(slots=True)
+class ExponentialRetryPolicy(JsonBody):
+    """RocketMQ 5: ``min(max, initial * multiplier ** reconsumeTimes)`` ms (reconsumeTimes capped at 32)."""
+
+    initial: int = 5000
+    max: int = 7_200_000
+    multiplier: int = 2
+
+    def next_delay(self, reconsume_times: int) -> int:
+        return min(self.max, self.initial * self.multiplier ** min(max(reconsume_times, 0), 32))
+
+
+@dataclass(slots=True)
+class GroupRetryPolicy(JsonBody):
+    """RocketMQ 5 ``GroupRetryPolicy``: ``type`` CUSTOMIZED (the default) or EXPONENTIAL, each with its own
+    parameters (absent: that type's defaults)."""
+
+    type: str = "CUSTOMIZED"
+    exponential_retry_policy: ExponentialRetryPolicy | None = None
+    customized_retry_policy: CustomizedRetryPolicy | None = None
+
+    def policy(self) -> CustomizedRetryPolicy | ExponentialRetryPolicy:
+        """The policy in force (Java ``getRetryPolicy``: an unknown type or missing parameters give the
+        default customized policy)."""
+        if self.type == "EXPONENTIAL" and self.exponential_retry_policy is not None:
+            return self.exponential_retry_policy
+        if self.type == "CUSTOMIZED" and self.customized_retry_policy is not None:
+            return self.customized_retry_policy
+        return CustomizedRetryPolicy()
+
+
+def retry_policy_problem(p: GroupRetryPolicy | None) -> str | None:
+    """Why a group retry policy is unusable (an unknown type, no or negative delays), or None."""
+    if p is None:
+        return None
+    if p.type not in RETRY_POLICY_TYPES:
+        return f"type must be one of {', '.join(RETRY_POLICY_TYPES)}, not {p.type[:40]!r}"
+    e = p.exponential_retry_policy
+    if e is not None and not (0 < e.initial <= e.max and e.multiplier >= 1):
+        return "exponentialRetryPolicy needs 0 < initial <= max and multiplier >= 1"
+    c = p.customized_retry_policy
+    if c is not None and (not c.next or min(c.next) < 0 or len(c.next) > 1024):
+        return "customizedRetryPolicy.next needs 1 to 1024 delays, none negative"
+    return None
+
+
 @dataclass(slots=True)
 class SubscriptionGroupConfig(JsonBody):
     group_name: str = ""
@@ -603,6 +681,18 @@ class SubscriptionGroupConfig(JsonBody):
     broker_id: int = 0
     which_broker_when_consume_slowly: int = 1
     notify_consumer_ids_changed_enable: bool = True
+    #: RocketMQ 5: a FIFO group (5.x consumers receive in queue order); None is false and is not written,
+    #: so a 4.x group's JSON stays as 4.9 writes it
+    consume_message_orderly: bool | None = None
+    #: RocketMQ 5: the backoff 5.x consumers apply between attempts; None is the default customized policy
+    group_retry_policy: GroupRetryPolicy | None = None
+
+    @property
+    def orderly(self) -> bool:
+        return bool(self.consume_message_orderly)
+
+    def retry_policy(self) -> GroupRetryPolicy:
+        return self.group_retry_policy if self.group_retry_policy is not None else GroupRetryPolicy()
 
 
 @dataclass(slots=True)

@@ -22,6 +22,12 @@ from the first 4 bytes, the serialize type and header length from the next 4), s
 one frame under the limit; it raises only ``RemoteProtocolError`` on bad input. When nothing is buffered it
 decodes straight from the caller's chunk and keeps a copy of the incomplete tail only.
 
+Where ``_codec.c`` is built (``setup.py``; ``mq.common.native`` decides), the per-frame loop of ``FrameDecoder``,
+the ROCKETMQ binary header both ways and the frame layout of ``encode_into`` run in C; the JSON header stays with
+orjson, called from there. The Python functions here are their twins (same commands, bytes and errors: a
+hypothesis test compares them), used where the C module is not, and for whatever it hands back (a command of
+unusual field types or out of range, which the Python code encodes or refuses).
+
 Decoding follows PROTOCOL.md §3.5: JSON ``extFields`` values that are numbers/booleans (C++, ali-ons) become
 Java's text, ``null`` values are dropped; a C++ header's trailing newline is accepted. Encoding writes the JSON
 keys in fastjson's sorted order, so a response is byte-identical to a Java broker's.
@@ -33,6 +39,8 @@ import struct
 
 import orjson
 
+from mq.common import native
+from mq.common.javanum import parse_java_int
 from mq.config import FrameLimits
 from mq.errors import LocalProtocolError, RemoteProtocolError
 from mq.protocol.codes import LanguageCode, SerializeType
@@ -119,11 +127,13 @@ def _as_int(obj: dict, key: str, default: int | None = None) -> int:
     if v is None:
         raise RemoteProtocolError(f"JSON header has no {key!r}")
     try:
-        if isinstance(v, bool) or (isinstance(v, float) and not v.is_integer()):
-            raise ValueError
-        return int(v)
-    except (TypeError, ValueError, OverflowError):
-        raise RemoteProtocolError(f"JSON header field {key!r} is not an integer: {v!r}") from None
+        if type(v) is str:  # fastjson reads a quoted number with Integer.parseInt
+            return parse_java_int(v)
+        if type(v) is float and v.is_integer():
+            return int(v)
+        raise ValueError
+    except (ValueError, OverflowError):
+        raise RemoteProtocolError(f"JSON header field {key!r} is not an integer: {str(v)[:40]!r}") from None
 
 
 def decode_json_header(data: bytes | memoryview) -> RemotingCommand:
@@ -244,14 +254,24 @@ def decode_rocketmq_header(data: bytes | memoryview) -> RemotingCommand:
 # frames
 # ---------------------------------------------------------------------------------------------
 def encode_header(cmd: RemotingCommand) -> bytes:
+    if cmd.serialize_type == SerializeType.ROCKETMQ and _c_rocketmq_header is not None:
+        header = _c_rocketmq_header(cmd)
+        if header is not None:
+            return header
+    return py_encode_header(cmd)
+
+
+def py_encode_header(cmd: RemotingCommand) -> bytes:
+    """``encode_header`` in Python alone (the twin of the C one)."""
     if cmd.serialize_type == SerializeType.ROCKETMQ:
         return encode_rocketmq_header(cmd)
     return encode_json_header(cmd)
 
 
-def encode_prefix(cmd: RemotingCommand) -> bytes:
-    """Length, header word and header: everything of the frame but the body."""
-    header = encode_header(cmd)
+def encode_prefix(cmd: RemotingCommand, header: bytes | None = None) -> bytes:
+    """Length, header word and header (``encode_header``'s, unless given): everything of the frame but the body."""
+    if header is None:
+        header = encode_header(cmd)
     hlen = len(header)
     if hlen > _MAX_HEADER_WORD_LEN:
         raise LocalProtocolError(f"header of {hlen} bytes does not fit 24 bits")
@@ -272,7 +292,14 @@ def encode(cmd: RemotingCommand) -> bytes:
 
 def encode_into(out: bytearray, cmd: RemotingCommand) -> None:
     """Append the frame to ``out`` (used to answer many frames with one write)."""
-    out += encode_prefix(cmd)
+    if _c_encode_into is not None and out.__class__ is bytearray and _c_encode_into(out, cmd):
+        return
+    py_encode_into(out, cmd)
+
+
+def py_encode_into(out: bytearray, cmd: RemotingCommand) -> None:
+    """``encode_into`` in Python alone (the twin of the C one)."""
+    out += encode_prefix(cmd, py_encode_header(cmd))
     if cmd.body:
         out += cmd.body
 
@@ -292,12 +319,13 @@ class FrameDecoder:
     After it raises ``RemoteProtocolError`` the stream is unusable: the caller closes the connection.
     """
 
-    __slots__ = ("_buf", "_limits", "_broken")
+    __slots__ = ("_buf", "_limits", "_broken", "_frames")
 
-    def __init__(self, limits: FrameLimits | None = None) -> None:
+    def __init__(self, limits: FrameLimits | None = None, *, pure_python: bool = False) -> None:
         self._buf = bytearray()
         self._limits = limits or FrameLimits()
         self._broken = False
+        self._frames = _py_decode_frames if pure_python or _c_decode_frames is None else _c_decode_frames
 
     @property
     def buffered(self) -> int:
@@ -312,55 +340,71 @@ class FrameDecoder:
             src = buf
         else:
             src = data  # fast path: decode straight from the caller's chunk, keep only its tail
-        out: list[RemotingCommand] = []
-        pos = 0
-        n = len(src)
-        limits = self._limits
-        max_frame = limits.max_frame
-        max_header = limits.max_header
-        mv = memoryview(src)
         try:
-            while n - pos >= 4:
-                (length,) = LENGTH.unpack_from(mv, pos)
-                if length < 4:
-                    raise RemoteProtocolError(f"frame length {length} is invalid (less than 4)")
-                if length > max_frame:
-                    raise RemoteProtocolError(f"frame length {length} is over the limit of {max_frame} bytes")
-                if n - pos < 8:
-                    break
-                # Validate the header word as soon as it arrives, not when the whole frame does.
-                (word,) = UINT32.unpack_from(mv, pos + 4)
-                stype = word >> 24
-                hlen = word & 0xFFFFFF
-                if stype > 1:
-                    raise RemoteProtocolError(f"unknown serialize type {stype}")
-                if hlen > length - 4:
-                    raise RemoteProtocolError(f"header length {hlen} is longer than the frame ({length - 4} bytes)")
-                if hlen > max_header:
-                    raise RemoteProtocolError(f"header length {hlen} is over the limit of {max_header} bytes")
-                end = pos + 4 + length
-                if end > n:
-                    break
-                hstart = pos + 8
-                if stype == 0:
-                    cmd = decode_json_header(mv[hstart:hstart + hlen])
-                else:
-                    cmd = decode_rocketmq_header(mv[hstart:hstart + hlen])
-                if end > hstart + hlen:
-                    cmd.body = bytes(mv[hstart + hlen:end])
-                out.append(cmd)
-                pos = end
+            out, pos = self._frames(src, 0, self._limits.max_frame, self._limits.max_header)
         except RemoteProtocolError:
             self._broken = True
             raise
         except (struct.error, ValueError, TypeError, OverflowError, UnicodeDecodeError) as exc:
             self._broken = True
             raise RemoteProtocolError(f"malformed frame: {exc}") from None
-        finally:
-            mv.release()
+        n = len(src)
         if src is buf:
             if pos:
                 del buf[:pos]
         elif pos < n:
             buf += src[pos:] if pos else src
         return out
+
+
+def _py_decode_frames(src: bytes | bytearray | memoryview, pos: int, max_frame: int, max_header: int
+                      ) -> tuple[list[RemotingCommand], int]:
+    """The whole frames of ``src`` from ``pos``, and where the first incomplete one starts (``FrameDecoder.feed``'s
+    loop; the twin of the C ``decode_frames``)."""
+    out: list[RemotingCommand] = []
+    n = len(src)
+    mv = memoryview(src)
+    try:
+        while n - pos >= 4:
+            (length,) = LENGTH.unpack_from(mv, pos)
+            if length < 4:
+                raise RemoteProtocolError(f"frame length {length} is invalid (less than 4)")
+            if length > max_frame:
+                raise RemoteProtocolError(f"frame length {length} is over the limit of {max_frame} bytes")
+            if n - pos < 8:
+                break
+            # Validate the header word as soon as it arrives, not when the whole frame does.
+            (word,) = UINT32.unpack_from(mv, pos + 4)
+            stype = word >> 24
+            hlen = word & 0xFFFFFF
+            if stype > 1:
+                raise RemoteProtocolError(f"unknown serialize type {stype}")
+            if hlen > length - 4:
+                raise RemoteProtocolError(f"header length {hlen} is longer than the frame ({length - 4} bytes)")
+            if hlen > max_header:
+                raise RemoteProtocolError(f"header length {hlen} is over the limit of {max_header} bytes")
+            end = pos + 4 + length
+            if end > n:
+                break
+            hstart = pos + 8
+            if stype == 0:
+                cmd = decode_json_header(mv[hstart:hstart + hlen])
+            else:
+                cmd = decode_rocketmq_header(mv[hstart:hstart + hlen])
+            if end > hstart + hlen:
+                cmd.body = bytes(mv[hstart + hlen:end])
+            cmd.wire_size = length + 4
+            out.append(cmd)
+            pos = end
+    finally:
+        mv.release()
+    return out, pos
+
+
+_c_setup, _c_decode_frames, _c_encode_into, _c_rocketmq_header = native.load(
+    "mq.protocol._codec", "setup", "decode_frames", "encode_into", "rocketmq_header")
+if _c_setup is not None:
+    _c_setup(RemotingCommand, RemoteProtocolError, (SerializeType.JSON, SerializeType.ROCKETMQ),
+             frozenset(_LANG_NAME), LanguageCode.OTHER, decode_json_header, encode_json_header)
+#: True where the C frame codec is used
+C_CODEC = _c_decode_frames is not None

@@ -1,4 +1,4 @@
-"""RocketMQ 4.x request, response and language codes (PROTOCOL.md §3.3, §4.0, §5).
+"""RocketMQ 4.x (and 5.x pop) request, response and language codes (PROTOCOL.md §3.3, §4.0, §5).
 
 The numbers are RocketMQ's own (``RequestCode.java``, ``ResponseCode.java``, ``LanguageCode.java``); the
 enum names are the Java constant names so that logs and error messages read the same as RocketMQ's.
@@ -111,6 +111,17 @@ class RequestCode(IntEnum):
     GET_ALL_PRODUCER_INFO = 328
     DELETE_EXPIRED_COMMITLOG = 329
     GET_TOPIC_CONFIG = 351
+    GET_SUBSCRIPTIONGROUP_CONFIG = 352
+    # RocketMQ 5: remoting pop consumption and broker-side assignment
+    QUERY_ASSIGNMENT = 400
+    SET_MESSAGE_REQUEST_MODE = 401
+    POP_MESSAGE = 200050
+    ACK_MESSAGE = 200051
+    PEEK_MESSAGE = 200052
+    CHANGE_MESSAGE_INVISIBLETIME = 200053
+    NOTIFICATION = 200054
+    POLLING_INFO = 200055
+    BATCH_ACK_MESSAGE = 200151
 
 
 class ResponseCode(IntEnum):
@@ -138,6 +149,7 @@ class ResponseCode(IntEnum):
     SUBSCRIPTION_GROUP_NOT_EXIST = 26
     FILTER_DATA_NOT_EXIST = 27
     FILTER_DATA_NOT_LATEST = 28
+    INVALID_PARAMETER = 29
     TRANSACTION_SHOULD_COMMIT = 200
     TRANSACTION_SHOULD_ROLLBACK = 201
     TRANSACTION_STATE_UNKNOW = 202
@@ -150,6 +162,9 @@ class ResponseCode(IntEnum):
     UPDATE_AND_CREATE_ACL_CONFIG_FAILED = 209
     DELETE_ACL_CONFIG_FAILED = 210
     UPDATE_GLOBAL_WHITE_ADDRS_CONFIG_FAILED = 211
+    # RocketMQ 5 gives 209 and 210 to pop's long polling (the 4.9 ACL codes above keep the names in logs)
+    POLLING_FULL = 209
+    POLLING_TIMEOUT = 210
     FLOW_CONTROL = 215
 
 

@@ -17,7 +17,7 @@ class RemotingCommand:
     """
 
     __slots__ = ("code", "language", "version", "opaque", "flag", "remark", "ext_fields", "body",
-                 "serialize_type")
+                 "serialize_type", "wire_size")
 
     def __init__(self, code: int, *, opaque: int = 0, flag: int = 0, remark: str | None = None,
                  ext_fields: dict[str, str] | None = None, body: bytes | bytearray | memoryview | None = None,
@@ -32,6 +32,8 @@ class RemotingCommand:
         self.ext_fields = ext_fields if ext_fields is not None else {}
         self.body = body
         self.serialize_type = serialize_type
+        #: bytes of the frame it was decoded from (0 for a command built here)
+        self.wire_size = 0
 
     # -- constructors ---------------------------------------------------------------------------
     @classmethod

@@ -1,149 +1,26 @@
-"""Typed request/response headers: dataclasses over a command's ``extFields`` (PROTOCOL.md §3.5, §4).
-
-Every header is a frozen, slotted dataclass whose attributes are snake_case and whose wire keys are
-RocketMQ's field names (camelCase by default; ``WIRE_NAMES`` where RocketMQ spells it otherwise: ``clientID``,
-``MSG_REGION``, the V2 send letters ``a``..``m``). The five per-message ones (send V1/V2 request, send response,
-pull request/response) are slotted but not frozen, for speed: treat them as immutable too.
-
-- ``to_ext()`` -> ``dict[str, str]``: every value text, booleans ``"true"``/``"false"``, ``None`` fields left out
-  (what Java and the C++ client's response decoders expect).
-- ``from_ext(ext)`` is tolerant of what the three clients send: numbers as text or as JSON numbers (the codec
-  already turned them into text), booleans as ``"true"``/``"false"`` or the C++ client's ``"1"``/``"0"``
-  (``"1"`` is read as true: Java reads it as false, which breaks C++ batches, PROTOCOL.md §4.1.2), an empty string
-  for a non-string field means "absent" (Java's binary header turns ``""`` into null), unknown keys ignored.
-  A missing required field, or a number that does not parse, raises ``RemoteProtocolError`` naming the field.
-
-A field without a default is required (Java ``@CFNotNull``). ``FIELDS`` lists each class's fields
-(attribute, wire name, type, required, default); ``from_ext``/``to_ext`` are generated from it once per class as
-straight-line code, so the per-message ones (``SendMessageRequestHeaderV2.from_ext``,
-``SendMessageResponseHeader.to_ext``) cost about a microsecond.
+"""Typed request/response headers of RocketMQ 4.x: dataclasses over a command's ``extFields`` (PROTOCOL.md §3.5,
+§4). How a class maps to the wire (wire names, Java's number and boolean rules, the generated ``from_ext`` /
+``to_ext``) is ``header_codec.py``; RocketMQ 5's pop headers are ``pop_headers.py``. ``REQUEST_HEADERS`` maps
+request codes to their header class, for both.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import typing
-from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import ClassVar
 
-from mq.errors import RemoteProtocolError
 from mq.protocol.codes import RequestCode
-
-_TRUE = frozenset(("true", "1", "TRUE", "True"))
-
-
-class HeaderField(typing.NamedTuple):
-    attr: str
-    wire: str
-    kind: type  # str, int, bool or float
-    required: bool
-    default: Any
-
-
-def _text(v: Any) -> str:
-    if v is True:
-        return "true"
-    if v is False:
-        return "false"
-    if type(v) is str:
-        return v
-    return str(int(v)) if isinstance(v, int) else str(v)
-
-
-def _camel(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(p[:1].upper() + p[1:] for p in rest)
-
-
-def _missing(cls: type, wire: str) -> RemoteProtocolError:
-    return RemoteProtocolError(f"{cls.__name__}: required field {wire!r} is missing")
-
-
-def _not_a_number(cls: type, wire: str, v: Any) -> RemoteProtocolError:
-    return RemoteProtocolError(f"{cls.__name__}: field {wire!r} is not a number: {str(v)[:40]!r}")
-
-
-class Header:
-    """Base of every typed header; ``from_ext``/``to_ext`` are generated per class by ``_header``."""
-
-    __slots__ = ()
-    WIRE_NAMES: ClassVar[dict[str, str]] = {}
-    FIELDS: ClassVar[tuple[HeaderField, ...]] = ()
-
-    @classmethod
-    def wire_names(cls) -> tuple[str, ...]:
-        return tuple(f.wire for f in cls.FIELDS)
-
-    @classmethod
-    def from_ext(cls, ext: dict[str, Any] | None):  # generated per class by @_header
-        raise TypeError(f"{cls.__name__} is not a header class: decorate it with @_header")
-
-    def to_ext(self) -> dict[str, str]:  # generated per class by @_header
-        raise TypeError(f"{type(self).__name__} is not a header class: decorate it with @_header")
-
-
-def _fields(cls: type) -> tuple[HeaderField, ...]:
-    hints = typing.get_type_hints(cls)
-    out = []
-    for f in dataclasses.fields(cls):
-        tp = hints[f.name]
-        if typing.get_origin(tp) is not None:  # X | None
-            tp = next(a for a in typing.get_args(tp) if a is not type(None))
-        if tp not in (str, int, bool, float):
-            raise TypeError(f"{cls.__name__}.{f.name}: unsupported header type {tp!r}")
-        required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
-        out.append(HeaderField(f.name, cls.WIRE_NAMES.get(f.name) or _camel(f.name), tp, required,
-                               None if required else f.default))
-    return tuple(out)
-
-
-def _compile(cls: type) -> None:
-    """Generate straight-line ``from_ext``/``to_ext`` for ``cls`` (as ``dataclasses`` does for ``__init__``):
-    a loop over the fields costs about 0.5 µs per field, the unrolled code a fraction of that."""
-    fields = _fields(cls)
-    ns: dict[str, Any] = {"_missing": _missing, "_not_a_number": _not_a_number, "_TRUE": _TRUE, "_text": _text}
-    dec = ["def from_ext(cls, ext):", "    g = (ext or {}).get"]
-    enc = ["def to_ext(self):", "    out = {}"]
-    for i, f in enumerate(fields):
-        w = repr(f.wire)
-        ns[f"_d{i}"] = f.default
-        absent = f"raise _missing(cls, {w})" if f.required else f"a{i} = _d{i}"
-        dec.append(f"    v = g({w})")
-        if f.kind is str:
-            dec += [f"    if v is None: {absent}", f"    else: a{i} = v if type(v) is str else str(v)"]
-        else:
-            dec += ["    if v is None or v == '':", f"        {absent}", "    else:"]
-            if f.kind is bool:
-                dec.append(f"        a{i} = v is True or v in _TRUE or str(v).lower() == 'true'")
-            else:
-                conv = "int" if f.kind is int else "float"
-                dec += ["        try:", f"            a{i} = {conv}(v)", "        except (TypeError, ValueError):",
-                        f"            raise _not_a_number(cls, {w}, v) from None"]
-        expr = {str: "v if type(v) is str else _text(v)", int: "str(v) if type(v) is int else _text(v)",
-                bool: "'true' if v else 'false'", float: "str(v)"}[f.kind]
-        enc += [f"    v = self.{f.attr}", f"    if v is not None: out[{w}] = {expr}"]
-    dec.append(f"    return cls({', '.join(f'a{i}' for i in range(len(fields)))})")
-    enc.append("    return out")
-    exec("\n".join(dec) + "\n\n" + "\n".join(enc), ns)  # noqa: S102 - generated from the field list
-    ns["from_ext"].__qualname__ = f"{cls.__name__}.from_ext"
-    ns["to_ext"].__qualname__ = f"{cls.__name__}.to_ext"
-    cls.FIELDS = fields
-    cls.from_ext = classmethod(ns["from_ext"])
-    cls.to_ext = ns["to_ext"]
-
-
-def _header(cls):
-    cls = dataclass(frozen=True, slots=True)(cls)
-    _compile(cls)
-    return cls
-
-
-def _hot_header(cls):
-    """Per-message headers: slotted but not frozen (a frozen __init__ costs 1.6 µs more for 13 fields)."""
-    cls = dataclass(slots=True)(cls)
-    _compile(cls)
-    return cls
-
+from mq.protocol.header_codec import Header, HeaderField, Long, _header, _hot_header  # noqa: F401 (re-exported)
+from mq.protocol.pop_headers import (  # noqa: F401 (re-exported: headers.X names every header)
+    AckMessageRequestHeader,
+    ChangeInvisibleTimeRequestHeader,
+    ChangeInvisibleTimeResponseHeader,
+    GetSubscriptionGroupConfigRequestHeader,
+    GetTopicConfigRequestHeader,
+    PeekMessageRequestHeader,
+    PopMessageRequestHeader,
+    PopMessageResponseHeader,
+)
 
 # ---------------------------------------------------------------------------------------------
 # plain ACL administration (50-53)
@@ -193,7 +70,7 @@ class SendMessageRequestHeader(Header):
     default_topic_queue_nums: int
     queue_id: int
     sys_flag: int
-    born_timestamp: int
+    born_timestamp: Long
     flag: int
     properties: str | None = None
     reconsume_times: int | None = None
@@ -219,7 +96,7 @@ class SendMessageRequestHeaderV2(Header):
     default_topic_queue_nums: int
     queue_id: int
     sys_flag: int
-    born_timestamp: int
+    born_timestamp: Long
     flag: int
     properties: str | None = None
     reconsume_times: int | None = None
@@ -240,7 +117,7 @@ class SendMessageRequestHeaderV2(Header):
 class SendMessageResponseHeader(Header):
     msg_id: str
     queue_id: int
-    queue_offset: int
+    queue_offset: Long
     transaction_id: str | None = None
     msg_region: str | None = None
     trace_on: bool | None = None
@@ -255,22 +132,22 @@ class PullMessageRequestHeader(Header):
     consumer_group: str
     topic: str
     queue_id: int
-    queue_offset: int
+    queue_offset: Long
     max_msg_nums: int
     sys_flag: int
-    commit_offset: int
-    suspend_timeout_millis: int
-    sub_version: int
+    commit_offset: Long
+    suspend_timeout_millis: Long
+    sub_version: Long
     subscription: str | None = None
     expression_type: str | None = None
 
 
 @_hot_header
 class PullMessageResponseHeader(Header):
-    suggest_which_broker_id: int
-    next_begin_offset: int
-    min_offset: int
-    max_offset: int
+    suggest_which_broker_id: Long
+    next_begin_offset: Long
+    min_offset: Long
+    max_offset: Long
 
 
 # ---------------------------------------------------------------------------------------------
@@ -285,7 +162,7 @@ class QueryConsumerOffsetRequestHeader(Header):
 
 @_header
 class QueryConsumerOffsetResponseHeader(Header):
-    offset: int
+    offset: Long
 
 
 @_header
@@ -293,7 +170,7 @@ class UpdateConsumerOffsetRequestHeader(Header):
     consumer_group: str
     topic: str
     queue_id: int
-    commit_offset: int
+    commit_offset: Long
 
 
 @_header
@@ -304,7 +181,7 @@ class GetMaxOffsetRequestHeader(Header):
 
 @_header
 class GetMaxOffsetResponseHeader(Header):
-    offset: int
+    offset: Long
 
 
 @_header
@@ -315,19 +192,19 @@ class GetMinOffsetRequestHeader(Header):
 
 @_header
 class GetMinOffsetResponseHeader(Header):
-    offset: int
+    offset: Long
 
 
 @_header
 class SearchOffsetRequestHeader(Header):
     topic: str
     queue_id: int
-    timestamp: int
+    timestamp: Long
 
 
 @_header
 class SearchOffsetResponseHeader(Header):
-    offset: int
+    offset: Long
 
 
 @_header
@@ -338,12 +215,12 @@ class GetEarliestMsgStoretimeRequestHeader(Header):
 
 @_header
 class GetEarliestMsgStoretimeResponseHeader(Header):
-    timestamp: int
+    timestamp: Long
 
 
 @_header
 class ViewMessageRequestHeader(Header):
-    offset: int
+    offset: Long
 
 
 @_header
@@ -351,16 +228,16 @@ class QueryMessageRequestHeader(Header):
     topic: str
     key: str
     max_num: int
-    begin_timestamp: int
-    end_timestamp: int
+    begin_timestamp: Long
+    end_timestamp: Long
     unique_key_query: bool | None = None
     WIRE_NAMES: ClassVar[dict[str, str]] = {"unique_key_query": "_UNIQUE_KEY_QUERY"}
 
 
 @_header
 class QueryMessageResponseHeader(Header):
-    index_last_update_timestamp: int
-    index_last_update_phyoffset: int
+    index_last_update_timestamp: Long
+    index_last_update_phyoffset: Long
 
 
 # ---------------------------------------------------------------------------------------------
@@ -383,7 +260,7 @@ class GetConsumerListByGroupRequestHeader(Header):
 
 @_header
 class ConsumerSendMsgBackRequestHeader(Header):
-    offset: int
+    offset: Long
     group: str
     delay_level: int
     origin_msg_id: str | None = None
@@ -395,8 +272,8 @@ class ConsumerSendMsgBackRequestHeader(Header):
 @_header
 class EndTransactionRequestHeader(Header):
     producer_group: str
-    tran_state_table_offset: int
-    commit_log_offset: int
+    tran_state_table_offset: Long
+    commit_log_offset: Long
     commit_or_rollback: int
     msg_id: str
     from_transaction_check: bool = False
@@ -422,8 +299,8 @@ class ResumeCheckHalfMessageRequestHeader(Header):
 
 @_header
 class CheckTransactionStateRequestHeader(Header):
-    tran_state_table_offset: int
-    commit_log_offset: int
+    tran_state_table_offset: Long
+    commit_log_offset: Long
     msg_id: str | None = None
     transaction_id: str | None = None
     offset_msg_id: str | None = None
@@ -449,9 +326,11 @@ class RegisterBrokerRequestHeader(Header):
     broker_addr: str
     cluster_name: str
     ha_server_addr: str
-    broker_id: int
+    broker_id: Long
     compressed: bool = False
     body_crc32: int = 0
+    #: the broker's gRPC endpoint port (an mq extension; a Java name server ignores the extField); None: none
+    grpc_server_port: int | None = None
 
 
 @_header
@@ -465,7 +344,7 @@ class UnregisterBrokerRequestHeader(Header):
     broker_name: str
     broker_addr: str
     cluster_name: str
-    broker_id: int
+    broker_id: Long
 
 
 @_header
@@ -473,7 +352,7 @@ class QueryDataVersionRequestHeader(Header):
     broker_name: str
     broker_addr: str
     cluster_name: str
-    broker_id: int
+    broker_id: Long
 
 
 @_header
@@ -554,6 +433,9 @@ class CreateTopicRequestHeader(Header):
     topic_filter_type: str
     topic_sys_flag: int | None = None
     order: bool = False
+    #: RocketMQ 5: attribute changes ``+key=value,-key`` (``+message.type=FIFO``)
+    attributes: str | None = None
+    force: bool | None = None
 
 
 @_header
@@ -594,7 +476,7 @@ class ResetOffsetRequestHeader(Header):
 
     topic: str
     group: str
-    timestamp: int
+    timestamp: Long
     is_force: bool
 
 
@@ -649,7 +531,7 @@ class QueryConsumeQueueRequestHeader(Header):
 
     topic: str | None = None
     queue_id: int = 0
-    index: int = 0
+    index: Long = 0
     count: int = 0
     consumer_group: str | None = None
 
@@ -687,11 +569,11 @@ class ReplyMessageRequestHeader(Header):
     default_topic_queue_nums: int
     queue_id: int
     sys_flag: int
-    born_timestamp: int
+    born_timestamp: Long
     flag: int
     born_host: str
     store_host: str
-    store_timestamp: int
+    store_timestamp: Long
     properties: str | None = None
     reconsume_times: int | None = None
     unit_mode: bool = False
@@ -744,4 +626,10 @@ REQUEST_HEADERS: dict[int, type[Header]] = {
     RequestCode.CONSUME_MESSAGE_DIRECTLY: ConsumeMessageDirectlyResultRequestHeader,
     RequestCode.QUERY_DATA_VERSION: QueryDataVersionRequestHeader,
     RequestCode.ADD_WRITE_PERM_OF_BROKER: AddWritePermOfBrokerRequestHeader,
+    RequestCode.POP_MESSAGE: PopMessageRequestHeader,
+    RequestCode.PEEK_MESSAGE: PeekMessageRequestHeader,
+    RequestCode.ACK_MESSAGE: AckMessageRequestHeader,
+    RequestCode.CHANGE_MESSAGE_INVISIBLETIME: ChangeInvisibleTimeRequestHeader,
+    RequestCode.GET_TOPIC_CONFIG: GetTopicConfigRequestHeader,
+    RequestCode.GET_SUBSCRIPTIONGROUP_CONFIG: GetSubscriptionGroupConfigRequestHeader,
 }

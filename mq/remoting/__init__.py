@@ -3,6 +3,7 @@
 Public API::
 
     RemotingServer(host, port, *, limits=None, name="server", connection_limits=None)
+        .register / .register_offloaded / .offload(fn, *args) / .is_heavy(cmd) / .scan() / .budget
     RemotingClient(*, limits=None, connect_timeout=3.0, name="client", connection_limits=None, connector=None)
     Connection            the asyncio.Protocol of either side (invoke / invoke_oneway / send_response / close)
     HandlerRegistry       request code -> handler, bounded worker groups (used by server and client)
@@ -10,7 +11,9 @@ Public API::
     RequestContext, request_context()   arrival/start time of the request a handler runs for
     new_event_loop(), install_event_loop_policy(), run(main)   uvloop when installed
 
-``mq.remoting.testing`` has an in-memory transport (``ConnectionPair``, ``MemoryNetwork``) for unit tests.
+Server connections are bounded per connection and per server (``ConnectionLimits``: ``flow.py``, ``budget.py``;
+``gc_pause.py`` for heavy requests). ``mq.remoting.testing`` has an in-memory transport (``ConnectionPair``,
+``MemoryNetwork``) for unit tests.
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ from mq.errors import ConnectError, RemotingError, RemotingTimeoutError
 from mq.protocol.acl import SessionCredentials, sign_request
 from mq.protocol.command import RemotingCommand
 from mq.remoting.connection import Connection
-from mq.remoting.server import Handler, HandlerRegistry, SyncHandler
+from mq.remoting.dispatch import Handler, HandlerRegistry, SyncHandler
 
 log = logging.getLogger(__name__)
 

@@ -1,311 +1,57 @@
-"""The remoting server: a TCP listener, a request-code -> handler registry, and bounded worker groups.
+"""The remoting server: a TCP listener whose connections dispatch to a ``HandlerRegistry`` (``dispatch.py``),
+and the server-wide bounds of ``ConnectionLimits``.
 
-Handlers come in two forms (the same for the client's broker-initiated requests):
+Every ``scan_period`` seconds the server walks its connections and closes the ones that broke a time bound:
 
-- ``def h(conn, cmd) -> RemotingCommand | None`` runs inline in ``data_received``: no task, no queue.
-  Use it for fast paths (heartbeats, route lookups, sends that only append to the commit log).
-- ``async def h(conn, cmd) -> RemotingCommand | None`` runs in its group's worker pool: at most
-  ``ProcessorLimits.concurrency`` at once, at most ``queue_capacity`` waiting. A full queue answers
-  SYSTEM_BUSY ``[OVERLOAD]system busy, start flow control for a while``. The pool is a handful of
-  long-lived worker tasks draining a deque, not a task per message.
+- no whole frame read and nothing written for ``idle_timeout`` (a trickled frame does not count as traffic);
+- an unfinished frame older than ``frame_timeout`` (while the connection was being read);
+- stopped for its unsent output for ``write_stall_timeout`` while its peer read nothing of it.
 
-Returning ``None`` means "no answer now": the handler keeps the request and later calls
-``conn.send_response(cmd.response(...))`` (long polling), or the request needs no answer.
-``raise RejectRequest(text)`` answers SYSTEM_BUSY ``[REJECTREQUEST]<text>``; any other exception answers
-SYSTEM_ERROR with ``"<ExceptionType>: <message>"`` and logs the traceback. Oneway requests (flag bit 1) are
-never answered, whatever happens. Unknown codes (no handler, no default handler) answer
-REQUEST_CODE_NOT_SUPPORTED with remark ``" request type <code> not supported"``.
-
-Request age ("[TIMEOUT_CLEAN_QUEUE]"): every request gets its arrival time (``time.monotonic()`` at the read
-that delivered it). Inside a handler, ``request_context()`` returns a ``RequestContext`` with ``arrived``,
-``started`` and ``queue_wait`` (seconds spent queued before an async handler started; 0 for inline ones), so a
-processor can refuse work that waited too long. ``RemotingServer.clean_expired_requests(group, max_wait)``
-answers every queued request older than ``max_wait`` with SYSTEM_BUSY ``[TIMEOUT_CLEAN_QUEUE]...`` the way
-RocketMQ's broker-fast-failure scan does.
+The ``ServerBudget`` (``budget.py``) totals pending output and unfinished frames over all connections. When
+the output total goes over ``max_total_output``, no connection hands requests on, and the longest-stalled
+connections are closed (their unsent output dropped) until it is back under. ``offload(fn, *args)`` runs
+CPU-heavy pure work (decoding a large request body) in the server's worker thread, so the event loop keeps
+serving the other connections; ``offload_threshold`` is the body size above which handlers use it.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextvars
-import inspect
 import logging
 import time
-from collections import deque
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from typing import Union
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
 
+from mq.common.log_throttle import LogThrottle
 from mq.config import ConnectionLimits, FrameLimits, ProcessorLimits
-from mq.protocol.codes import FLAG_ONEWAY, ResponseCode
 from mq.protocol.command import RemotingCommand
+from mq.remoting.budget import ServerBudget
 from mq.remoting.connection import Connection
+from mq.remoting.dispatch import (
+    DEFER,
+    OVERLOAD_REMARK,
+    REJECT_PREFIX,
+    TIMEOUT_CLEAN_PREFIX,
+    Handler,
+    HandlerRegistry,
+    RejectRequest,
+    RequestContext,
+    SyncHandler,
+    WorkerGroup,
+    request_context,
+)
+
+__all__ = ["DEFER", "OFFLOAD_GROUP", "OVERLOAD_REMARK", "REJECT_PREFIX", "TIMEOUT_CLEAN_PREFIX", "Handler", "HandlerRegistry",
+           "RejectRequest", "RemotingServer", "RequestContext", "SyncHandler", "WorkerGroup", "request_context"]
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
-SyncHandler = Callable[[Connection, RemotingCommand], Union[RemotingCommand, None]]
-AsyncHandler = Callable[[Connection, RemotingCommand], Awaitable[Union[RemotingCommand, None]]]
-Handler = Union[SyncHandler, AsyncHandler]
-
-OVERLOAD_REMARK = "[OVERLOAD]system busy, start flow control for a while"
-#: Returned by an ``inline`` handler that cannot finish synchronously: the request goes to its group instead.
-DEFER = object()
-REJECT_PREFIX = "[REJECTREQUEST]"
-TIMEOUT_CLEAN_PREFIX = "[TIMEOUT_CLEAN_QUEUE]"
-
-
-class RejectRequest(Exception):
-    """Raised by a handler to refuse a request: answered SYSTEM_BUSY ``[REJECTREQUEST]<remark>``."""
-
-    def __init__(self, remark: str = "system busy, start flow control for a while") -> None:
-        super().__init__(remark)
-        self.remark = remark
-
-
-@dataclass(frozen=True, slots=True)
-class RequestContext:
-    """Timing of the request a handler is running for (``time.monotonic`` seconds)."""
-
-    arrived: float
-    started: float
-
-    @property
-    def queue_wait(self) -> float:
-        """Seconds between the read that delivered the request and the start of its handler."""
-        return self.started - self.arrived
-
-    def age(self) -> float:
-        """Seconds since the request arrived."""
-        return time.monotonic() - self.arrived
-
-
-_CONTEXT: contextvars.ContextVar[RequestContext | None] = contextvars.ContextVar("mq_request_context",
-                                                                                  default=None)
-
-
-def request_context() -> RequestContext | None:
-    """The ``RequestContext`` of the request the calling handler runs for (None outside handlers)."""
-    return _CONTEXT.get()
-
-
-def _is_async(handler: Handler) -> bool:
-    return inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(
-        getattr(handler, "__call__", None))
-
-
-def _error_response(cmd: RemotingCommand, exc: BaseException, where: str) -> RemotingCommand:
-    if isinstance(exc, RejectRequest):
-        return cmd.response(ResponseCode.SYSTEM_BUSY, REJECT_PREFIX + exc.remark)
-    log.error("%s: handler for request code %s failed", where, cmd.code, exc_info=exc)
-    text = str(exc)
-    return cmd.response(ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {text}" if text
-                        else type(exc).__name__)
-
-
-class WorkerGroup:
-    """A bounded pool for async handlers: ``concurrency`` workers, ``queue_capacity`` waiting requests."""
-
-    def __init__(self, name: str, limits: ProcessorLimits, owner: str = "server") -> None:
-        if limits.concurrency < 1 or limits.queue_capacity < 0:
-            raise ValueError(f"group {name}: concurrency must be >= 1 and queue_capacity >= 0, got {limits}")
-        self.name = name
-        self.limits = limits
-        self._owner = owner
-        self._queue: deque[tuple[AsyncHandler, Connection, RemotingCommand, float]] = deque()
-        self._workers: set[asyncio.Task[None]] = set()
-        # Workers that will still look at the queue. Kept apart from len(_workers): a finished task
-        # stays in _workers until its done-callback runs, and must not count as a taker of new work.
-        self._active = 0
-
-    @property
-    def running(self) -> int:
-        return self._active
-
-    @property
-    def queued(self) -> int:
-        return len(self._queue)
-
-    def submit(self, handler: AsyncHandler, conn: Connection, cmd: RemotingCommand, arrived: float) -> bool:
-        """Queue a request; False if the group is saturated (the caller answers SYSTEM_BUSY)."""
-        item = (handler, conn, cmd, arrived)
-        if self._active < self.limits.concurrency:
-            conn.request_started()
-            self._active += 1
-            task = asyncio.get_running_loop().create_task(self._worker(item))
-            self._workers.add(task)
-            task.add_done_callback(self._workers.discard)
-            return True
-        if len(self._queue) >= self.limits.queue_capacity:
-            return False
-        conn.request_started()
-        self._queue.append(item)
-        return True
-
-    async def _worker(self, item: tuple[AsyncHandler, Connection, RemotingCommand, float]) -> None:
-        queue = self._queue
-        try:
-            while True:
-                handler, conn, cmd, arrived = item
-                try:
-                    await self._run(handler, conn, cmd, arrived)
-                finally:
-                    conn.request_done()
-                if not queue:
-                    return
-                item = queue.popleft()
-        finally:
-            self._active -= 1
-
-    async def _run(self, handler: AsyncHandler, conn: Connection, cmd: RemotingCommand, arrived: float) -> None:
-        _CONTEXT.set(RequestContext(arrived, time.monotonic()))
-        try:
-            resp = await handler(conn, cmd)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            resp = _error_response(cmd, exc, self._owner)
-        if resp is not None:
-            if not isinstance(resp, RemotingCommand):
-                resp = _error_response(cmd, TypeError(f"handler returned {type(resp).__name__}, "
-                                                      "not a RemotingCommand"), self._owner)
-            conn.reply(cmd, resp)
-
-    def clean_expired(self, max_wait: float, now: float | None = None) -> int:
-        """Answer queued requests older than ``max_wait`` seconds with SYSTEM_BUSY; return how many."""
-        now = time.monotonic() if now is None else now
-        size = len(self._queue)
-        kept: deque[tuple[AsyncHandler, Connection, RemotingCommand, float]] = deque()
-        dropped = 0
-        for item in self._queue:
-            _h, conn, cmd, arrived = item
-            if now - arrived > max_wait:
-                dropped += 1
-                conn.request_done()
-                conn.reply(cmd, cmd.response(
-                    ResponseCode.SYSTEM_BUSY,
-                    f"{TIMEOUT_CLEAN_PREFIX}broker busy, start flow control for a while, period in queue: "
-                    f"{(now - arrived) * 1000:.0f}ms, size of queue: {size}"))
-            else:
-                kept.append(item)
-        if dropped:
-            self._queue.clear()
-            self._queue.extend(kept)
-        return dropped
-
-    async def shutdown(self) -> None:
-        """Drop the queue, cancel the workers and wait for them; the group can be used again after."""
-        for _h, conn, _cmd, _a in self._queue:
-            conn.request_done()
-        self._queue.clear()
-        tasks = list(self._workers)
-        for t in tasks:
-            t.cancel()
-        if tasks:
-            await asyncio.gather(*tasks, return_exceptions=True)
-        self._active = 0  # workers cancelled before their first step never ran their cleanup
-
-
-class HandlerRegistry:
-    """Request code -> handler, plus worker groups. The dispatcher of server and client connections."""
-
-    def __init__(self, name: str = "server") -> None:
-        self.name = name
-        self._table: dict[int, tuple[Handler, WorkerGroup | None]] = {}
-        self._inline: dict[int, SyncHandler] = {}
-        self._default: tuple[Handler, WorkerGroup | None] | None = None
-        self._groups: dict[str, WorkerGroup] = {}
-        #: runs before any handler (the broker's ACL): a response returned here is sent instead
-        self.request_filter: Callable[[Connection, RemotingCommand], RemotingCommand | None] | None = None
-
-    def configure_group(self, name: str, limits: ProcessorLimits) -> None:
-        """Set a group's limits (before requests flow; an existing group keeps its running workers)."""
-        group = self._groups.get(name)
-        if group is None:
-            self._groups[name] = WorkerGroup(name, limits, self.name)
-        else:
-            if limits.concurrency < 1 or limits.queue_capacity < 0:
-                raise ValueError(f"group {name}: invalid limits {limits}")
-            group.limits = limits
-
-    def group(self, name: str) -> WorkerGroup:
-        group = self._groups.get(name)
-        if group is None:
-            group = self._groups[name] = WorkerGroup(name, ProcessorLimits(), self.name)
-        return group
-
-    @property
-    def groups(self) -> dict[str, WorkerGroup]:
-        return dict(self._groups)
-
-    def _entry(self, handler: Handler, group: str) -> tuple[Handler, WorkerGroup | None]:
-        if not callable(handler):
-            raise TypeError(f"handler must be callable, got {handler!r}")
-        return (handler, self.group(group) if _is_async(handler) else None)
-
-    def register(self, code: int, handler: Handler, *, group: str = "default",
-                 inline: SyncHandler | None = None) -> None:
-        """Register ``handler`` for ``code``. For an async handler, ``inline`` is an optional synchronous
-        fast path: while the group has nothing running or queued it handles the request on the spot (no
-        task, the answer goes out with the same write); it returns ``DEFER`` to hand the request to the
-        group instead. Running inline only on an idle group keeps the group's order."""
-        self._table[int(code)] = self._entry(handler, group)
-        if inline is not None:
-            self._inline[int(code)] = inline
-        else:
-            self._inline.pop(int(code), None)
-
-    def register_default(self, handler: Handler, *, group: str = "default") -> None:
-        self._default = self._entry(handler, group)
-
-    def dispatch(self, conn: Connection, cmd: RemotingCommand) -> None:
-        if self.request_filter is not None:
-            refusal = self.request_filter(conn, cmd)
-            if refusal is not None:
-                if not cmd.flag & FLAG_ONEWAY:
-                    conn.reply(cmd, refusal)
-                return
-        entry = self._table.get(cmd.code) or self._default
-        if entry is None:
-            if not cmd.flag & FLAG_ONEWAY:
-                conn.reply(cmd, cmd.response(ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
-                                             f" request type {cmd.code} not supported"))
-            return
-        handler, group = entry
-        if group is not None:
-            fast = self._inline.get(cmd.code) if not group._active and not group._queue else None
-            if fast is None or not self._run_sync(fast, conn, cmd):
-                if not group.submit(handler, conn, cmd, conn.last_active):  # type: ignore[arg-type]
-                    if not cmd.flag & FLAG_ONEWAY:
-                        conn.reply(cmd, cmd.response(ResponseCode.SYSTEM_BUSY, OVERLOAD_REMARK))
-            return
-        self._run_sync(handler, conn, cmd)  # type: ignore[arg-type]
-
-    def _run_sync(self, handler: SyncHandler, conn: Connection, cmd: RemotingCommand) -> bool:
-        """Run a plain handler and send its answer; False if it returned ``DEFER``."""
-        now = conn.last_active  # the time of the read that delivered cmd
-        ctx = _CONTEXT.get()
-        if ctx is None or ctx.started != now or ctx.arrived != now:
-            _CONTEXT.set(RequestContext(now, now))
-        try:
-            resp = handler(conn, cmd)
-        except Exception as exc:
-            resp = _error_response(cmd, exc, self.name)
-        if resp is DEFER:
-            return False
-        if resp is not None and not cmd.flag & FLAG_ONEWAY:
-            if not isinstance(resp, RemotingCommand):
-                if inspect.isawaitable(resp):
-                    resp.close()  # type: ignore[union-attr]
-                resp = _error_response(cmd, TypeError(f"handler returned {type(resp).__name__}, "
-                                                      "not a RemotingCommand"), self.name)
-            conn.reply(cmd, resp)
-        return True
-
-    async def shutdown(self) -> None:
-        """Cancel every group's workers and drop their queues."""
-        for g in list(self._groups.values()):
-            await g.shutdown()
-
+#: The worker group of requests whose bodies are decoded off the event loop (``register_offloaded``).
+OFFLOAD_GROUP = "offload"
+#: one at a time (the worker thread is one too): a client's requests keep their order
+OFFLOAD_LIMITS = ProcessorLimits(concurrency=1, queue_capacity=64)
 
 CloseCallback = Callable[[Connection], None]
 
@@ -319,12 +65,19 @@ class RemotingServer:
         self.port = port
         self.name = name
         self.frame_limits = limits or FrameLimits()
-        self.connection_limits = connection_limits or ConnectionLimits()
-        self.registry = HandlerRegistry(name)
+        climits = self.connection_limits = connection_limits or ConnectionLimits()
+        #: rate-limits every log record a peer can cause (bad frames, bad requests, closed connections)
+        self.throttle = LogThrottle(logging.getLogger("mq.remoting"), interval=climits.bad_request_log_interval)
+        self.registry = HandlerRegistry(name, self.throttle)
+        self.registry.configure_group(OFFLOAD_GROUP, OFFLOAD_LIMITS)
+        self.budget = ServerBudget(climits)
+        self.budget.on_over = self._over_budget
         self._connections: set[Connection] = set()
         self._close_callbacks: list[CloseCallback] = []
         self._server: asyncio.AbstractServer | None = None
-        self._idle_task: asyncio.Task[None] | None = None
+        self._scan_task: asyncio.Task[None] | None = None
+        self._evict_scheduled = False
+        self._executor: ThreadPoolExecutor | None = None
 
     # -- registration -----------------------------------------------------------------------
     def register(self, code: int, handler: Handler, *, group: str = "default",
@@ -354,7 +107,31 @@ class RemotingServer:
         """A new server-side protocol instance (the listener's factory; also used by ``testing``)."""
         return Connection(self.registry, frame_limits=self.frame_limits,
                           connection_limits=self.connection_limits, name=self.name,
-                          pause_reading_on_write_block=True, on_open=self._opened, on_close=self._closed)
+                          pause_reading_on_write_block=True, on_open=self._opened, on_close=self._closed,
+                          budget=self.budget, throttle=self.throttle)
+
+    # -- heavy work ---------------------------------------------------------------------------
+    @property
+    def offload_threshold(self) -> int:
+        """Request bodies larger than this are decoded with ``offload``."""
+        return self.connection_limits.offload_body_threshold
+
+    def is_heavy(self, cmd: RemotingCommand) -> bool:
+        """True when ``cmd``'s body is over ``offload_threshold``: decode it with ``offload``."""
+        return cmd.body is not None and len(cmd.body) > self.connection_limits.offload_body_threshold
+
+    def register_offloaded(self, code: int, handler: Handler, inline: SyncHandler) -> None:
+        """Register a request whose body may be heavy: ``inline`` handles it on the spot and returns ``DEFER``
+        for a heavy one (``is_heavy``), which ``handler`` (async) then handles in ``OFFLOAD_GROUP``, decoding with
+        ``offload``. A client's requests keep their order; other clients' small ones are not held up."""
+        self.registry.register(code, handler, group=OFFLOAD_GROUP, inline=inline, order="connection")
+
+    async def offload(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run ``fn(*args)`` (pure work: it must not touch state the event loop uses) in the server's worker
+        thread and return its result. One thread: heavy requests take turns, and the loop keeps the other core."""
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"{self.name}-decode")
+        return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
 
     def _opened(self, conn: Connection) -> None:
         self._connections.add(conn)
@@ -377,9 +154,8 @@ class RemotingServer:
         sock = self._server.sockets[0]
         bound = sock.getsockname()
         self.port = bound[1]
-        idle = self.connection_limits.idle_timeout
-        if idle > 0:
-            self._idle_task = loop.create_task(self._idle_scan(idle))
+        if self.scan_period > 0:
+            self._scan_task = loop.create_task(self._scan_loop(self.scan_period))
         log.info("%s: listening on %s:%s", self.name, bound[0], self.port)
         return bound[0], self.port
 
@@ -387,14 +163,51 @@ class RemotingServer:
     def address(self) -> str:
         return f"{self.host}:{self.port}"
 
-    async def _idle_scan(self, idle: float) -> None:
-        period = min(max(idle / 4, 0.05), 10.0)
+    @property
+    def scan_period(self) -> float:
+        """Seconds between two scans of the connections: an eighth of the shortest timer, within 0.05..1 s (0:
+        no timer is set)."""
+        lim = self.connection_limits
+        timers = [t for t in (lim.idle_timeout, lim.frame_timeout, lim.write_stall_timeout) if t > 0]
+        return min(max(min(timers) / 8, 0.05), 1.0) if timers else 0.0
+
+    async def _scan_loop(self, period: float) -> None:
         while True:
             await asyncio.sleep(period)
-            self.close_idle(idle)
+            try:
+                self.scan()
+            except Exception:  # pragma: no cover - a bug here must not stop the bounds
+                log.exception("%s: connection scan failed", self.name)
+
+    def scan(self, now: float | None = None) -> int:
+        """Close the connections that broke a time bound (see the module docstring); return how many."""
+        now = time.monotonic() if now is None else now
+        lim = self.connection_limits
+        closed = 0
+        for conn in list(self._connections):
+            if conn.closed:
+                continue
+            conn.check_progress(now)
+            reason = None
+            if lim.frame_timeout > 0 and conn.frame_started is not None and not conn.reading_paused \
+                    and now - conn.frame_started > lim.frame_timeout:
+                reason = f"a frame unfinished after {now - conn.frame_started:.0f} s"
+            elif lim.write_stall_timeout > 0 and conn.stalled_since is not None and conn.pending_output > 0 \
+                    and now - conn.stalled_since > lim.write_stall_timeout:
+                reason = f"{conn.pending_output} bytes unread for {now - conn.stalled_since:.0f} s"
+            elif lim.idle_timeout > 0 and conn.inflight == 0 and not conn.serving_paused \
+                    and now - conn.last_active > lim.idle_timeout:
+                reason = f"idle for {now - conn.last_active:.0f} s"
+            if reason is not None:
+                self.throttle.info(("closed", self.name, reason.split()[0]), "%s: closing connection from %s: %s",
+                                   self.name, conn.remote_addr, reason)
+                conn.abort(reason)
+                closed += 1
+        return closed
 
     def close_idle(self, idle: float, now: float | None = None) -> int:
-        """Close connections with no read or write for ``idle`` seconds and no request in progress."""
+        """Close connections with no whole frame read and nothing written for ``idle`` seconds and no request in
+        progress."""
         now = time.monotonic() if now is None else now
         n = 0
         for conn in list(self._connections):
@@ -405,11 +218,31 @@ class RemotingServer:
                 n += 1
         return n
 
+    def _over_budget(self) -> None:
+        if not self._evict_scheduled:
+            self._evict_scheduled = True
+            asyncio.get_running_loop().call_soon(self._evict)
+
+    def _evict(self) -> None:
+        """The output total is over the limit: close the longest-stalled connections until it is back under."""
+        self._evict_scheduled = False
+        budget = self.budget
+        if not budget.over:
+            return
+        for conn in list(self._connections):
+            conn.check_progress(time.monotonic())  # exact figures before choosing
+        excess = budget.output - budget.output_resume
+        for conn in budget.victims(self._connections, excess):
+            self.throttle.warning(("evicted", self.name), "%s: closing connection from %s: it holds %d unread "
+                                  "bytes and all connections hold %d, over the limit of %d", self.name,
+                                  conn.remote_addr, conn.pending_output, budget.output, budget.output_limit)
+            conn.abort("output over the server's total limit")
+
     async def stop(self, grace: float = 1.0) -> None:
         """Close the listener and every connection, cancel the workers."""
-        if self._idle_task is not None:
-            self._idle_task.cancel()
-            self._idle_task = None
+        if self._scan_task is not None:
+            self._scan_task.cancel()
+            self._scan_task = None
         if self._server is not None:
             self._server.close()
         for conn in list(self._connections):
@@ -426,6 +259,9 @@ class RemotingServer:
             except asyncio.TimeoutError:  # pragma: no cover - depends on the loop
                 pass
             self._server = None
+        if self._executor is not None:
+            self._executor.shutdown(wait=False, cancel_futures=True)
+            self._executor = None
         await asyncio.sleep(0)
 
     async def __aenter__(self) -> "RemotingServer":

@@ -17,6 +17,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <limits.h>
 #include <stdint.h>
 #include <string.h>
 #include <zlib.h>
@@ -26,6 +27,8 @@
 #include "_jhash.h"
 
 #define MESSAGE_MAGIC 0xDAA320A7u
+/* mq.common.sysflag.PRODUCER_BITS: compression and codec, tag filter type, transaction type */
+#define PRODUCER_BITS 0x70FLL
 #define TRAN_NOT 0x0
 #define TRAN_COMMIT 0x8
 #define HEADER_V4 88
@@ -293,6 +296,19 @@ done:
     return result;
 }
 
+/* Whether the exact int o lies in [lo, hi] (no error is left set) */
+static int in_range(PyObject *o, long long lo, long long hi) {
+    if (!PyLong_CheckExact(o))
+        return 0;
+    int overflow;
+    long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
+    if (v == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return 0;
+    }
+    return !overflow && v >= lo && v <= hi;
+}
+
 /* Java String.hashCode of s as a signed 32-bit value (the consume queue's tagsCode) */
 static long long java_hash(PyObject *s) {
     return (long long)(int32_t)jhash_continue(0, s, 0, PyUnicode_GET_LENGTH(s));
@@ -354,10 +370,20 @@ static PyObject *prepare_impl(PyObject *msg, PyObject *cache, Py_ssize_t max_bod
         || !PyBytes_CheckExact(born) || PyBytes_GET_SIZE(born) != 8 || !PyLong_CheckExact(sysf)
         || (props != Py_None && !PyDict_CheckExact(props)) || (tc != Py_None && !PyLong_CheckExact(tc)))
         goto fallback;
+    /* every integer within its field (queue id in [0, 2^31)): anything else is the Python path's to refuse */
+    if (!in_range(qid, 0, INT32_MAX) || !in_range(flag, INT32_MIN, INT32_MAX)
+        || !in_range(recons, INT32_MIN, INT32_MAX) || !in_range(born_ts, LLONG_MIN, LLONG_MAX)
+        || !in_range(prep_tx, LLONG_MIN, LLONG_MAX) || (tc != Py_None && !in_range(tc, LLONG_MIN, LLONG_MAX)))
+        goto fallback;
     PyObject *pd = props == Py_None ? NULL : props;
-    long long sys_flag = PyLong_AsLongLong(sysf);
+    int overflow;
+    long long sys_flag = PyLong_AsLongLongAndOverflow(sysf, &overflow);
     if (sys_flag == -1 && PyErr_Occurred())
         goto done;
+    if (overflow)
+        goto fallback;
+    /* the producer's bits only (sysflag.PRODUCER_BITS): this writer lays out IPv4 hosts, so no layout bit */
+    sys_flag &= PRODUCER_BITS;
     long long tran = sys_flag & 0xC;
     if (tran == TRAN_NOT || tran == TRAN_COMMIT) {
         PyObject *level = prop(pd, k_delay);
@@ -367,15 +393,19 @@ static PyObject *prepare_impl(PyObject *msg, PyObject *cache, Py_ssize_t max_bod
     }
     Py_ssize_t plen;
     const char *pb = PyUnicode_AsUTF8AndSize(props_s, &plen);
-    if (pb == NULL)
-        goto done;
-    if (plen > 32767)
+    if (pb == NULL) {
+        if (!PyErr_ExceptionMatches(PyExc_UnicodeEncodeError))
+            goto done;
+        PyErr_Clear();  /* not valid text (a lone surrogate): the Python path refuses it */
+        goto fallback;
+    }
+    /* a NUL at the end reads as a torn record: the Python path ends such properties with a separator */
+    if (plen > 32767 || (plen > 0 && pb[plen - 1] == 0))
         goto fallback;
     Py_ssize_t blen = PyBytes_GET_SIZE(body), tlen = PyBytes_GET_SIZE(prefix);
     Py_ssize_t total = 90 + blen + tlen + plen;
     if (total > max_total)
         goto fallback;
-    sys_flag &= ~0x10LL;  /* BORNHOST_V6 off: an 8-byte born host */
     if (tc == Py_None) {
         PyObject *tags = prop(pd, k_tags);
         long long code = 0;

@@ -20,19 +20,20 @@ import logging
 import os
 import struct
 from pathlib import Path
-from typing import NamedTuple
 
 from mq.common import properties as P
 from mq.common import sysflag as SF
 from mq.common.hosts import pack_host
+from mq.common.log_throttle import DEFAULT_INTERVAL, LogThrottle
 from mq.common.message import MessageExtBrokerInner
 from mq.common.properties import decode_properties, encode_properties
 from mq.common.record import (BLANK, BLANK_MAGIC_CODE, MESSAGE_MAGIC_CODE, RECORD_HEADER_V4, RECORD_PREFIX, body_crc,
                               crc32)
 from mq.common.tags import tags_code as compute_tags_code
-from mq.common.topic import SCHEDULE_TOPIC
+from mq.common.topic import SCHEDULE_TOPIC, is_valid_topic
 from mq.store import native
 from mq.store.mapped_file_queue import MappedFileQueue
+from mq.store.prepared import I64_MAX, I64_MIN, DispatchRequest, Prepared, bad_fields, waits_for_flush
 from mq.store.status import PutMessageStatus
 from mq.store.warm import WarmAheadService
 
@@ -58,54 +59,10 @@ _new = tuple.__new__  # builds a NamedTuple without its Python-level __new__ (ho
 STAGE_LIMIT = 4 << 20
 
 
-class DispatchRequest(NamedTuple):
-    """What the dispatchers need from one stored record (RocketMQ ``DispatchRequest``)."""
-
-    topic: str
-    queue_id: int
-    queue_offset: int
-    phy_offset: int
-    size: int
-    tags_code: int
-    store_timestamp: int
-    keys: str | None
-    uniq_key: str | None
-    tran_type: int
-
-
-class Prepared(NamedTuple):
-    """A message validated and encoded as far as possible outside the put lock."""
-
-    topic: str
-    queue_id: int
-    body: bytes
-    tail: bytes  # TOPICLENGTH TOPIC PROPERTIESLENGTH PROPERTIES
-    crc: int
-    flag: int
-    sys_flag: int
-    born_ts: int
-    born_host: bytes
-    reconsume: int
-    prepared_tx: int
-    total: int
-    tran_type: int
-    tags_code: int
-    delay_ms: int  # >0: tags code is store time + delay (schedule topic)
-    keys: str | None
-    uniq_key: str | None
-    wait: bool
-
-
-def waits_for_flush(msg: MessageExtBrokerInner) -> bool:
-    """Whether a SYNC_FLUSH put of ``msg`` is answered only after its flush: its WAIT property is not "false"
-    (``Prepared.wait``; ``mq.store._append`` reads it the same way)."""
-    props = msg.properties
-    return not props or props.get(P.WAIT_STORE_MSG_OK) != "false"
-
-
 class CommitLog:
     def __init__(self, directory: Path, file_size: int, store_host: tuple[str, int], *,
-                 max_message_size: int = 4 * 1024 * 1024, delay_levels_ms: list[int] | None = None) -> None:
+                 max_message_size: int = 4 * 1024 * 1024, delay_levels_ms: list[int] | None = None,
+                 log_interval: float = DEFAULT_INTERVAL) -> None:
         self.queue = MappedFileQueue(Path(directory), file_size, reserve_step=CL_RESERVE_STEP,
                                      size_key="mappedFileSizeCommitLog")
         self.file_size = file_size
@@ -139,6 +96,10 @@ class CommitLog:
         self.warm: WarmAheadService | None = None
         #: why the last CREATE_MAPPED_FILE_FAILED happened
         self.create_error = ""
+        #: why ``prepare`` last refused a message (MESSAGE_ILLEGAL, PROPERTIES_SIZE_EXCEEDED)
+        self.reject_reason = ""
+        #: a full disk refuses every put: its cause is logged once per interval, with a count
+        self._throttle = LogThrottle(log, log_interval)
         #: ``put_one``'s C call (prepare and append fused) and its fixed arguments; None with the C encoder off
         self._c_put = _put_one_v4 if self._c_prepare is not None else None
         self._c_put_config = (self._topic_prefix, max_message_size, self._max_total, Prepared, crc32, self.store_host,
@@ -155,7 +116,15 @@ class CommitLog:
 
     # -- put path ----------------------------------------------------------------------------------------
     def prepare(self, msg: MessageExtBrokerInner) -> Prepared | PutMessageStatus:
-        """Validate and encode what does not depend on the log position (RocketMQ checkMessage + encode)."""
+        """Validate and encode what does not depend on the log position (RocketMQ checkMessage + encode).
+
+        Every field that reaches the record layout is checked here, whoever built the message (a send, the
+        timer, the schedule service, a transaction, a retry): a valid topic name (it becomes a directory of the
+        consume queues), a queue id in [0, 2^31), each integer within its field, properties that encode as
+        UTF-8 within 32,767 bytes (a property separator is added to properties that end in NUL, which recovery
+        would read as a torn record). The sysFlag keeps only what a producer chooses (``sysflag.store_sys_flag``);
+        the layout bits are set from what is written. A record written here always passes ``check_record``.
+        A refusal is MESSAGE_ILLEGAL (or PROPERTIES_SIZE_EXCEEDED) with ``reject_reason`` saying why."""
         if self._c_prepare is not None:
             p = self._c_prepare(msg, self._topic_prefix, self.max_message_size, self._max_total, Prepared, crc32)
             if p is not None:  # None: a case the C encoder leaves to this code (a new topic, a delay level...)
@@ -163,19 +132,21 @@ class CommitLog:
         topic = msg.topic
         prefix = self._topic_prefix.get(topic)
         if prefix is None:
-            tb = topic.encode("utf-8")
-            if not tb or len(tb) > 127:
-                return PutMessageStatus.MESSAGE_ILLEGAL
-            prefix = bytes((len(tb),)) + tb
+            if not is_valid_topic(topic):
+                return self._reject(f"the topic {str(topic)[:200]!r} is not a valid topic name")
+            prefix = bytes((len(topic),)) + topic.encode("ascii")
             if len(self._topic_prefix) < 100_000:
                 self._topic_prefix[topic] = prefix
         body = msg.body or b""
         if len(body) > self.max_message_size:
-            return PutMessageStatus.MESSAGE_ILLEGAL
-        props = msg.properties
-        sys_flag = msg.sys_flag
-        tran = sys_flag & SF.TRANSACTION_MASK
+            return self._reject(f"the body is {len(body)} bytes; the limit is {self.max_message_size}")
         queue_id = msg.queue_id
+        bad = bad_fields(msg)
+        if bad:
+            return self._reject(bad)
+        props = msg.properties
+        sys_flag = msg.sys_flag & SF.PRODUCER_BITS
+        tran = sys_flag & SF.TRANSACTION_MASK
         props_s = msg.properties_string
         delay_ms = 0
         if tran == _NOT or tran == _COMMIT:
@@ -201,20 +172,29 @@ class CommitLog:
                     delay_ms = self.delay_levels_ms[lv - 1]
         if props_s is None:
             props_s = encode_properties(props)
-        props_b = props_s.encode("utf-8")
+        try:
+            props_b = props_s.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            return self._reject(f"the properties are not valid text: {exc.reason}")
+        if props_b.endswith(b"\x00"):  # recovery would take the record for one cut short (``check_record``):
+            props_b += b"\x02"  # end it with a property separator, which every reader skips
         if len(props_b) > 32767:
+            self.reject_reason = f"the properties are {len(props_b)} bytes; a record holds at most 32767"
             return PutMessageStatus.PROPERTIES_SIZE_EXCEEDED
         born = msg.born_host
-        born_b = born if born.__class__ is bytes else pack_host(*born)
+        try:
+            born_b = born if born.__class__ is bytes else pack_host(*born)
+        except (TypeError, ValueError, OSError) as exc:
+            return self._reject(f"bad born host {born!r}: {exc}")
+        if len(born_b) != 8 and len(born_b) != 20:
+            return self._reject(f"bad born host: {len(born_b)} bytes")
         total = 90 + len(body) + len(prefix) + len(props_b) + self._store_host_extra
         if len(born_b) == 20:
             sys_flag |= SF.BORNHOST_V6
             total += 12
-        else:
-            sys_flag &= ~SF.BORNHOST_V6
         sys_flag |= self._store_host_flag
         if total > self._max_total:
-            return PutMessageStatus.MESSAGE_ILLEGAL
+            return self._reject(f"the record would be {total} bytes; the limit is {self._max_total}")
         tc = msg.tags_code
         if props:
             if tc is None:
@@ -225,11 +205,17 @@ class CommitLog:
             if tc is None:
                 tc = 0
             keys = uniq = None
+        if tc.__class__ is not int or not I64_MIN <= tc <= I64_MAX:
+            return self._reject(f"bad tags code {tc!r}")
         return _new(Prepared, (
             topic, queue_id, body, prefix + _I16.pack(len(props_b)) + props_b, body_crc(body),
             msg.flag, sys_flag, msg.born_timestamp, born_b, msg.reconsume_times,
             msg.prepared_transaction_offset, total, tran, tc, delay_ms, keys, uniq, waits_for_flush(msg),
         ))
+
+    def _reject(self, why: str) -> PutMessageStatus:
+        self.reject_reason = why
+        return PutMessageStatus.MESSAGE_ILLEGAL
 
     def put_one(self, msg: MessageExtBrokerInner, store_ts: int) -> list[DispatchRequest] | PutMessageStatus:
         """``prepare`` and ``append`` of one message; caller holds the put lock. The usual put (a message the C
@@ -380,7 +366,7 @@ class CommitLog:
 
     def _write_failed(self, mf, exc: OSError) -> None:
         self.create_error = f"cannot write to the commit log segment {mf.path.name}: {exc.strerror or exc}"
-        log.error("%s", self.create_error)
+        self._throttle.error("write", "%s", self.create_error)
 
     def _segment_for(self, mf, need: int):
         """The segment the next ``need`` bytes go to: closes the current one with a BLANK record when they
@@ -400,7 +386,7 @@ class CommitLog:
             mf = q.get_last_file(0)
         except OSError as exc:
             self.create_error = f"cannot create a commit log segment: {exc.strerror or exc}"
-            log.error("%s", self.create_error)
+            self._throttle.error("create", "%s", self.create_error)
             return PutMessageStatus.CREATE_MAPPED_FILE_FAILED
         if need + 8 > mf.file_size - mf.wrote_position:  # pragma: no cover - a fresh segment always fits
             return PutMessageStatus.MESSAGE_ILLEGAL
@@ -413,7 +399,7 @@ class CommitLog:
             mf.reserve_to(end)
         except OSError as exc:
             self.create_error = f"no room in the commit log segment {mf.path.name}: {exc.strerror or exc}"
-            log.error("%s", self.create_error)
+            self._throttle.error("reserve", "%s", self.create_error)
             return False
         return True
 
@@ -510,70 +496,3 @@ class CommitLog:
     def close(self) -> None:
         self.queue.close()
 
-
-def check_record(buf: memoryview, pos: int, *, check_crc: bool, delay_levels_ms: list[int],
-                 expect_phy: int | None = None) -> tuple[int, DispatchRequest | None]:
-    """RocketMQ ``checkMessageAndReturnSize``: validate the record at ``buf[pos]``.
-
-    Returns ``(size, request)``: ``(0, None)`` for a BLANK record (end of segment), ``(-1, None)`` for
-    anything else that is not a whole valid record (zeros, torn, corrupt), ``(size, request)`` otherwise."""
-    end = len(buf)
-    if pos + 8 > end:
-        return -1, None
-    total, magic = BLANK.unpack_from(buf, pos)
-    if magic == BLANK_MAGIC_CODE:
-        return 0, None
-    if magic != MESSAGE_MAGIC_CODE:
-        return -1, None
-    if total < 91 or pos + total > end:
-        return -1, None
-    try:
-        (_t, _m, crc, qid, _flag, qoff, phy, sys_flag, _born_ts) = RECORD_PREFIX.unpack_from(buf, pos)
-        if (expect_phy is not None and phy != expect_phy) or qid < 0 or qoff < 0:
-            return -1, None
-        p = pos + 48 + (20 if sys_flag & SF.BORNHOST_V6 else 8)
-        (store_ts,) = _I64.unpack_from(buf, p)
-        p += 8 + (20 if sys_flag & SF.STOREHOST_V6 else 8)
-        _rt, _prep, body_len = _TAIL_V4.unpack_from(buf, p)
-        p += 16
-        if body_len < 0 or p + body_len > pos + total:
-            return -1, None
-        if check_crc and body_len and body_crc(buf[p:p + body_len]) != crc:
-            return -1, None
-        if check_crc and not body_len and crc != 0:
-            return -1, None
-        p += body_len
-        tlen = buf[p]
-        if tlen == 0 or tlen > 127:
-            return -1, None
-        topic_b = bytes(buf[p + 1:p + 1 + tlen])
-        p += 1 + tlen
-        (plen,) = _I16.unpack_from(buf, p)
-        p += 2
-        if plen < 0 or p + plen != pos + total:
-            return -1, None
-        # Torn-tail guard beyond RocketMQ's checks (the CRC covers only the body): a zero-filled topic or
-        # properties tail is a record cut short, never a real one (topics are [%|a-zA-Z0-9_-], and a
-        # properties string never ends in NUL).
-        if b"\x00" in topic_b or (plen and buf[p + plen - 1] == 0):
-            return -1, None
-        topic = topic_b.decode("utf-8")
-        keys = uniq = None
-        tc = 0
-        if plen:
-            props = decode_properties(bytes(buf[p:p + plen]).decode("utf-8", "replace"))
-            keys = props.get(P.KEYS)
-            uniq = props.get(P.UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
-            tc = compute_tags_code(props.get(P.TAGS))
-            if topic == SCHEDULE_TOPIC and delay_levels_ms:
-                lv = props.get(P.DELAY_TIME_LEVEL)
-                if lv:
-                    try:
-                        level = min(int(lv), len(delay_levels_ms))
-                        tc = store_ts + (delay_levels_ms[level - 1] if level > 0 else 1000)
-                    except ValueError:
-                        tc = store_ts + 1000
-    except (struct.error, IndexError, UnicodeDecodeError):
-        return -1, None
-    return total, DispatchRequest(topic, qid, qoff, phy, total, tc, store_ts, keys, uniq,
-                                  sys_flag & SF.TRANSACTION_MASK)

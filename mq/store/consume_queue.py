@@ -25,6 +25,8 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from mq.common import sysflag as SF
+from mq.common.topic import is_valid_topic
+from mq.errors import InvalidTopicError
 from mq.store import native
 from mq.store.mapped_file_queue import MappedFileQueue
 
@@ -37,7 +39,20 @@ FILLER_SIZE = 0x7FFFFFFF
 _FILLER = CQ_UNIT.pack(0, FILLER_SIZE, 0)
 #: blocks of a consume-queue segment are reserved this many bytes (3,276 units) at a time
 CQ_RESERVE_STEP = 64 * 1024
+#: most missing units a put fills with fillers (records set aside by recovery); beyond, a gap is a bug
+MAX_GAP_UNITS = 65_536
 _NOT, _COMMIT = SF.TRANSACTION_NOT_TYPE, SF.TRANSACTION_COMMIT_TYPE
+
+
+def check_queue_name(topic: object, queue_id: object) -> None:
+    """The one check before a topic and queue id become a directory, ``<root>/<topic>/<queueId>``: a valid topic
+    name (``mq.common.topic.is_valid_topic``: no "..", "/" or NUL can leave the store) and a queue id in
+    [0, 2^31). ``InvalidTopicError`` otherwise, whoever produced the name (a send, the timer or schedule
+    service, a transaction, a retry, a replica's record, a config file, a directory found at start)."""
+    if not is_valid_topic(topic):
+        raise InvalidTopicError(f"{str(topic)[:200]!r} is not a valid topic name: no consume queue is made for it")
+    if queue_id.__class__ is not int or not 0 <= queue_id <= 0x7FFFFFFF:  # type: ignore[operator]
+        raise InvalidTopicError(f"queue id {queue_id!r} of topic {topic} is not in [0, 2^31)")
 
 
 class ConsumeQueue:
@@ -45,6 +60,7 @@ class ConsumeQueue:
                  "_pack_into")
 
     def __init__(self, topic: str, queue_id: int, root: Path, file_size: int) -> None:
+        check_queue_name(topic, queue_id)
         self.topic = topic
         self.queue_id = queue_id
         self.file_size = file_size
@@ -104,14 +120,48 @@ class ConsumeQueue:
             if expected < cur:
                 return True
             if expected != cur:
-                log.warning("[BUG] consume queue %s-%d: logic offset %d but write position %d", self.topic,
-                            self.queue_id, expected, cur)
+                if expected - cur > MAX_GAP_UNITS * CQ_UNIT_SIZE:
+                    log.warning("[BUG] consume queue %s-%d: logic offset %d but write position %d", self.topic,
+                                self.queue_id, expected, cur)
+                else:  # offsets of records recovery set aside (``mq.store.log_scan``): they read as fillers
+                    log.warning("consume queue %s-%d: offsets %d to %d have no record (set aside); filled",
+                                self.topic, self.queue_id, cur // CQ_UNIT_SIZE, cq_offset - 1)
+                    mf = self._fill_gap(mf, expected)
         pos = mf.wrote_position
         if pos + CQ_UNIT_SIZE > mf.reserved_to:
             mf.reserve_to(pos + CQ_UNIT_SIZE)
         self._pack_into(mf.mm, pos, phy, size, tags_code)
         mf.wrote_position = pos + CQ_UNIT_SIZE
         self.max_physic_offset = phy + size
+        return True
+
+    def _fill_gap(self, mf, expected: int):
+        """Write filler units from the write position up to logical byte ``expected`` (segments roll as needed);
+        returns the segment the unit at ``expected`` goes to. ``OSError`` when a block cannot be reserved."""
+        q = self.queue
+        while True:
+            pos = mf.wrote_position
+            stop = min(mf.file_size, expected - mf.start_offset)
+            if stop > pos:
+                if stop > mf.reserved_to:
+                    mf.reserve_to(stop)
+                mf.mm[pos:stop] = _FILLER * ((stop - pos) // CQ_UNIT_SIZE)
+                mf.wrote_position = stop
+            if mf.start_offset + mf.wrote_position >= expected and mf.wrote_position < mf.file_size:
+                return mf
+            mf = q.get_last_file(expected)
+
+    def blank_unit(self, index: int, phy: int) -> bool:
+        """Turn unit ``index`` into a filler if it points at ``phy`` (a record recovery set aside: readers skip
+        it); True when it did."""
+        pos = index * CQ_UNIT_SIZE
+        mf = self.queue.find_by_offset(pos)
+        if mf is None:
+            return False
+        rel = pos - mf.start_offset
+        if rel + CQ_UNIT_SIZE > mf.wrote_position or CQ_UNIT.unpack_from(mf.mm, rel)[0] != phy:
+            return False
+        mf.mm[rel:rel + CQ_UNIT_SIZE] = _FILLER
         return True
 
     def _fill_before(self, mf, expected: int) -> None:
@@ -187,7 +237,8 @@ class ConsumeQueue:
         process = files[start].start_offset
         max_phy = -1
         for mf in files[start:]:
-            data = mf.mm[:mf.file_size]
+            end = mf.data_end()  # units are written from the start: none lies past the first hole
+            data = mf.mm[:end - end % CQ_UNIT_SIZE]
             valid = 0
             for phy, size, _tags in CQ_UNIT.iter_unpack(data):
                 if phy < 0 or size <= 0:
@@ -348,14 +399,15 @@ class ConsumeQueueTable:
         self.queues: dict[str, dict[int, ConsumeQueue]] = {}
 
     def find(self, topic: str, queue_id: int, *, create: bool = True) -> ConsumeQueue | None:
+        """The queue, made when missing and ``create``: ``InvalidTopicError`` then for a name that cannot be a
+        directory (``check_queue_name``)."""
         per = self.queues.get(topic)
-        if per is None:
-            if not create:
-                return None
-            per = self.queues[topic] = {}
-        cq = per.get(queue_id)
+        cq = per.get(queue_id) if per is not None else None
         if cq is None and create:
-            cq = per[queue_id] = ConsumeQueue(topic, queue_id, self.root, self.file_size)
+            cq = ConsumeQueue(topic, queue_id, self.root, self.file_size)
+            if per is None:
+                per = self.queues[topic] = {}
+            per[queue_id] = cq
         return cq
 
     def __iter__(self):
@@ -369,10 +421,15 @@ class ConsumeQueueTable:
         for tdir in sorted(self.root.iterdir()):
             if not tdir.is_dir():
                 continue
+            if not is_valid_topic(tdir.name):
+                log.warning("skipping consume queue directory %s: not a valid topic name", tdir)
+                continue
             for qdir in sorted(tdir.iterdir()):
                 try:
                     qid = int(qdir.name)
                 except ValueError:
+                    qid = -1
+                if not qdir.name.isdigit() or not 0 <= qid <= 0x7FFFFFFF:
                     log.warning("skipping consume queue directory %s", qdir)
                     continue
                 cq = self.find(tdir.name, qid)

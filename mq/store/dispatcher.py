@@ -24,7 +24,10 @@ import time
 from typing import Callable, Protocol
 
 from mq.common import sysflag as SF
-from mq.store.commit_log import CommitLog, DispatchRequest, check_record
+from mq.common.log_throttle import DEFAULT_INTERVAL, LogThrottle
+from mq.errors import InvalidTopicError
+from mq.store.commit_log import CommitLog, DispatchRequest
+from mq.store.log_scan import check_record, find_resync
 from mq.store.consume_queue import PUT_UNITS, ConsumeQueueTable
 
 log = logging.getLogger(__name__)
@@ -42,7 +45,7 @@ class Dispatcher:
     """Writes consume-queue units, queues index work, notifies long polling."""
 
     def __init__(self, cq_table: ConsumeQueueTable, *, index: "IndexDispatcher | None" = None,
-                 on_dispatch: OnDispatch | None = None) -> None:
+                 on_dispatch: OnDispatch | None = None, log_interval: float = DEFAULT_INTERVAL) -> None:
         self.cq_table = cq_table
         self.index = index
         self.on_dispatch = on_dispatch
@@ -57,6 +60,11 @@ class Dispatcher:
         self.error: str | None = None
         #: (record, OSError) of the consume-queue write that failed last (``_put_slow``)
         self._stall: tuple[DispatchRequest, OSError] | None = None
+        #: records given no consume-queue unit because their topic or queue id cannot name one
+        self.unqueued = 0
+        self._throttle = LogThrottle(log, log_interval)
+        #: the bound methods handed to the unit writer on every dispatch, made once
+        self._slow, self._failed = self._put_slow, self._notify_failed
 
     def dispatch(self, requests: list[DispatchRequest]) -> None:
         """Dispatch records in log order. Callers serialise calls (put lock or flush thread).
@@ -71,7 +79,7 @@ class Dispatcher:
                 self._backlog.extend(requests)
                 return
             # the usual outcome decided inline (this runs once per put under ASYNC_FLUSH); _done the rest
-            done = PUT_UNITS(requests, self.cq_table.queues, self._put_slow, self.on_dispatch, self._notify_failed)
+            done = PUT_UNITS(requests, self.cq_table.queues, self._slow, self.on_dispatch, self._failed)
             if done < len(requests):
                 written = self._done(requests, done)
                 if written and self.index is not None:  # hand the index what was done while still in order
@@ -109,18 +117,36 @@ class Dispatcher:
 
     def _put_slow(self, r: DispatchRequest) -> bool:
         """A unit off the writer's usual path (a new queue or segment, a gap); False when its consume queue
-        cannot be written (``_stall`` then says which record and why)."""
+        cannot be written (``_stall`` then says which record and why). A record whose topic or queue id cannot
+        name a consume queue (``consume_queue.check_queue_name``: the store refuses to write one, but a replica
+        or an old log may hold one) stays in the log without a unit, counted and logged."""
         try:
-            self.cq_table.find(r.topic, r.queue_id).put(r.queue_offset, r.phy_offset, r.size,  # type: ignore
-                                                        r.tags_code)
+            cq = self.cq_table.find(r.topic, r.queue_id)
+        except InvalidTopicError as exc:
+            self.unqueued += 1
+            self._throttle.warning("unqueued", "record at commit log offset %d gets no consume queue: %s",
+                                   r.phy_offset, exc)
+            return True
+        try:
+            cq.put(r.queue_offset, r.phy_offset, r.size, r.tags_code)  # type: ignore[union-attr]
         except OSError as exc:
             self._stall = (r, exc)
             return False
         return True
 
-    @staticmethod
-    def _notify_failed(exc: Exception) -> None:
-        log.error("on_dispatch callback failed", exc_info=exc)
+    def _notify_failed(self, exc: Exception) -> None:
+        self._throttle.error("notify", "on_dispatch callback failed", exc_info=exc)
+
+    def waiting_next_offsets(self) -> dict[tuple[str, int], int]:
+        """(topic, queue id) -> the queue offset after the last record of that queue waiting in the backlog."""
+        with self.lock:
+            out: dict[tuple[str, int], int] = {}
+            for r in self._backlog:
+                if r.tran_type == SF.TRANSACTION_NOT_TYPE or r.tran_type == SF.TRANSACTION_COMMIT_TYPE:
+                    key = (r.topic, r.queue_id)
+                    if r.queue_offset + 1 > out.get(key, 0):
+                        out[key] = r.queue_offset + 1
+            return out
 
     def retry(self) -> bool:
         """Dispatch the records a failed consume-queue write held back; True when none wait any more."""
@@ -129,8 +155,8 @@ class Dispatcher:
             if not pending:
                 return True
             self._backlog = []
-            done = self._done(pending, PUT_UNITS(pending, self.cq_table.queues, self._put_slow, self.on_dispatch,
-                                                 self._notify_failed))
+            done = self._done(pending, PUT_UNITS(pending, self.cq_table.queues, self._slow, self.on_dispatch,
+                                                 self._failed))
             if done and self.index is not None:
                 self.index.submit(done)
             if self._backlog:
@@ -151,15 +177,26 @@ class Dispatcher:
             if view is None:
                 break
             buf, start, pos = view
+            last_ts = 0
             while True:
-                size, req = check_record(buf, pos, check_crc=check_crc, delay_levels_ms=levels)
+                size, req = check_record(buf, pos, check_crc=check_crc, delay_levels_ms=levels,
+                                         expect_phy=start + pos)
                 if size > 0:
                     pending.append(req)
                     if len(pending) >= batch:
                         self.dispatch(pending)
                         pending = []
+                    last_ts = req.store_timestamp  # type: ignore[union-attr]
                     pos += size
                     continue
+                if size < 0 and pos < len(buf):  # a bad record below the write position: go on after it
+                    nxt = find_resync(buf, pos, start, end=len(buf), min_store_ts=last_ts, check_crc=True,
+                                      delay_levels_ms=levels, whole_to_end=True)
+                    if nxt > pos:
+                        self._throttle.error("reput-skip", "reput: no valid record at commit log offset %d; "
+                                             "%d bytes skipped", start + pos, nxt - pos)
+                        pos = nxt
+                        continue
                 break
             del buf
             if size == 0:  # BLANK: continue in the next segment

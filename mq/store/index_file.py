@@ -313,7 +313,8 @@ class IndexFile:
             return
         size = index_file_size(self.hash_slot_num, self.index_num)
         end = min(size, -(-need // INDEX_RESERVE_STEP) * INDEX_RESERVE_STEP)
-        self.reserved_to = reserve_range(self._fd, self.reserved_to, end, size, self.path)
+        self.reserved_to = reserve_range(self._fd, self.reserved_to, end, size, self.path, need=need,
+                                         keep=self._entries_at + self.index_count * ENTRY_SIZE)
 
     # -- header ------------------------------------------------------------------------------------------
     @property

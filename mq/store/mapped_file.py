@@ -18,10 +18,13 @@ pages dirtied through the mapping (``mmap.flush``/msync would hold the GIL: PERF
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import errno
 import logging
 import mmap
 import os
+import sys
 from pathlib import Path
 from typing import Callable
 
@@ -98,21 +101,82 @@ def reserve_blocks(fd: int, size: int, path: Path, *, new: bool) -> None:
                     path, exc.strerror)
 
 
-def reserve_range(fd: int, start: int, end: int, file_size: int, path: Path) -> int:
+def reserve_range(fd: int, start: int, end: int, file_size: int, path: Path, *, need: int | None = None,
+                  keep: int | None = None) -> int:
     """Reserve the blocks of bytes ``[start, end)`` of a full-length (sparse) file before stores into them;
-    returns the end now reserved: ``end``, or ``file_size`` on a file system that cannot reserve (the file
-    then stays sparse, with one warning per file system). ``OSError(ENOSPC)`` when the disk is full
-    (nothing is reserved; the caller stores nothing there)."""
+    returns the end now reserved, or ``file_size`` on a file system that cannot reserve (the file then stays
+    sparse, with one warning per file system).
+
+    ``end`` is a step ahead of what the caller's write needs, ``need`` (default ``end``). When the disk cannot
+    hold the whole step, the step is halved until it fits, down to ``need``, so that a full disk refuses a write
+    only when the write itself does not fit. ext4 keeps what a failed ``fallocate`` allocated before it ran
+    out, so each failed attempt gives its blocks back (``punch_hole`` over ``[keep, attempt end)``; ``keep``,
+    default ``start``, is where the caller's data ends: nothing below it is touched). ``OSError(ENOSPC)`` when
+    not even ``need`` fits, with nothing kept."""
     if end <= start:
         return start
+    need = end if need is None else max(start, min(need, end))
+    keep = start if keep is None else max(start, keep)
+    attempt = end
+    while True:
+        if attempt <= start:  # the write needs nothing more
+            return start
+        try:
+            os.posix_fallocate(fd, start, attempt - start)
+        except OSError as exc:
+            if exc.errno in _NO_FALLOCATE:
+                _warn_sparse(fd, path, exc)
+                return file_size
+            if keep < attempt:
+                punch_hole(fd, keep, attempt - keep)
+            if exc.errno not in _NO_SPACE or attempt <= need:
+                raise
+            half = -(-(start + (attempt - start) // 2) // OS_PAGE_SIZE) * OS_PAGE_SIZE  # on a page boundary
+            attempt = half if need < half < attempt else need
+            continue
+        return attempt
+
+
+#: errors of ``fallocate`` that mean the disk (or the user's quota) has no room for the range
+_NO_SPACE = {errno.ENOSPC, errno.EDQUOT}
+FALLOC_FL_KEEP_SIZE = 0x01
+FALLOC_FL_PUNCH_HOLE = 0x02
+
+
+def _libc_fallocate() -> Callable[[int, int, int, int], int] | None:
+    name = ctypes.util.find_library("c")
+    if not name or not sys.platform.startswith("linux"):
+        return None
     try:
-        os.posix_fallocate(fd, start, end - start)
-    except OSError as exc:
-        if exc.errno not in _NO_FALLOCATE:
-            raise
-        _warn_sparse(fd, path, exc)
-        return file_size
-    return end
+        fn = ctypes.CDLL(name, use_errno=True).fallocate
+    except (OSError, AttributeError):  # pragma: no cover - a libc without fallocate(2)
+        return None
+    fn.argtypes = (ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64)
+    fn.restype = ctypes.c_int
+    return fn
+
+
+_fallocate = _libc_fallocate()
+_warned_punch: set[int] = set()  # st_dev of the file systems already warned about
+
+
+def punch_hole(fd: int, offset: int, length: int) -> bool:
+    """Give back the blocks of bytes ``[offset, offset + length)`` of ``fd``, which then read as zeros; the
+    file keeps its size (``fallocate(FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE)``). False, with one warning per
+    file system, where that is not possible (the bytes then stay as they were)."""
+    if length <= 0:
+        return True
+    if _fallocate is not None and _fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, offset, length) == 0:
+        return True
+    err = ctypes.get_errno() if _fallocate is not None else errno.ENOSYS
+    try:
+        dev = os.fstat(fd).st_dev
+    except OSError:
+        dev = -1
+    if dev not in _warned_punch:
+        _warned_punch.add(dev)
+        log.warning("cannot give disk blocks back (punch a hole) on this file system: %s", os.strerror(err))
+    return False
 
 
 def _warn_sparse(fd: int, path: Path, exc: OSError) -> None:
@@ -187,10 +251,32 @@ class MappedFile:
         self.reserved_to = 0 if reserve_step else file_size
 
     def reserve_to(self, end: int) -> None:
-        """Reserve the blocks of bytes ``[reserved_to, end)``, rounded up to ``reserve_step``, before a store
-        into them; ``OSError(ENOSPC)`` when the disk is full (nothing is stored then)."""
+        """Reserve the blocks of bytes ``[reserved_to, end)``, rounded up to ``reserve_step`` (less near a full
+        disk: ``reserve_range``), before a store into them; ``OSError(ENOSPC)`` when not even ``end`` fits
+        (nothing is stored then, and nothing stays allocated)."""
         new_end = min(self.file_size, -(-end // self.reserve_step) * self.reserve_step)
-        self.reserved_to = reserve_range(self.fd, self.reserved_to, new_end, self.file_size, self.path)
+        self.reserved_to = reserve_range(self.fd, self.reserved_to, new_end, self.file_size, self.path,
+                                         need=end, keep=self.wrote_position)
+
+    def discard_from(self, pos: int) -> None:
+        """Give back the blocks of bytes ``[pos, file_size)`` after a truncation to ``pos``, so that they read as
+        zeros: stale records or units left there would otherwise look valid to a later recovery. Only for a
+        segment reserved in steps (``reserve_step``), which reserves again before its next store."""
+        if not self.reserve_step or pos >= self.file_size:
+            return
+        if punch_hole(self.fd, pos, self.file_size - pos):
+            self.reserved_to = min(self.reserved_to, pos)
+            self.warmed_to = min(self.warmed_to, pos)
+
+    def data_end(self, start: int = 0) -> int:
+        """Where the first hole at or after ``start`` begins (``SEEK_HOLE``; ``file_size`` when there is none or
+        the file system cannot say). Bytes are read only below it: reading a hole through the mapping makes the
+        file system find a page for it, and tmpfs with no room left answers SIGBUS, which kills the process
+        (a restart on a full disk did, in the recovery of a consume queue whose next segment had no blocks)."""
+        try:
+            return min(self.file_size, os.lseek(self.fd, start, os.SEEK_HOLE))
+        except OSError:
+            return self.file_size
 
     @property
     def end_offset(self) -> int:

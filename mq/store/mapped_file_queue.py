@@ -152,7 +152,9 @@ class MappedFileQueue:
     # -- truncation and deletion -------------------------------------------------------------------------
     def truncate_dirty_files(self, offset: int) -> None:
         """Drop everything at and after ``offset``: later segments are deleted, the containing one is
-        shortened (its old bytes stay, as in RocketMQ)."""
+        shortened and its bytes from ``offset`` on are given back (``MappedFile.discard_from``). RocketMQ leaves
+        them: records or units there then look valid to the next recovery once new writes have moved the end
+        past a shorter rewrite, and come back with queue offsets that were given out again."""
         keep: list[MappedFile] = []
         for f in self.files:
             if f.start_offset + self.file_size <= offset:
@@ -161,6 +163,7 @@ class MappedFileQueue:
                 pos = offset - f.start_offset
                 f.wrote_position = pos
                 f.flushed_position = min(f.flushed_position, pos)
+                f.discard_from(pos)
                 keep.append(f)
             else:
                 self._destroy(f)

@@ -72,7 +72,8 @@ class MessageStore:
         self.delay_levels_ms = config.delay_level_millis()
         self.commit_log = CommitLog(config.commit_log_dir(), config.mapped_file_size_commit_log, store_host,
                                     max_message_size=config.max_message_size,
-                                    delay_levels_ms=self.delay_levels_ms)
+                                    delay_levels_ms=self.delay_levels_ms,
+                                    log_interval=config.store_error_log_interval_ms / 1000.0)
         self.cq_table = ConsumeQueueTable(self.root / "consumequeue", config.consume_queue_unit_file_size())
         self.index: IndexService | None = None
         self.index_dispatcher: IndexDispatcher | None = None
@@ -80,7 +81,8 @@ class MessageStore:
             self.index = IndexService(self.root, max_hash_slot_num=config.max_hash_slot_num,
                                       max_index_num=config.max_index_num)
             self.index_dispatcher = IndexDispatcher(self.index)
-        self.dispatcher = Dispatcher(self.cq_table, index=self.index_dispatcher, on_dispatch=on_dispatch)
+        self.dispatcher = Dispatcher(self.cq_table, index=self.index_dispatcher, on_dispatch=on_dispatch,
+                                     log_interval=config.store_error_log_interval_ms / 1000.0)
         self.checkpoint: StoreCheckpoint | None = None
         self.lock_file = StoreLock(self.root)
         self.abort_file = AbortFile(self.root)
@@ -155,12 +157,14 @@ class MessageStore:
     def start(self) -> None:
         if not self._loaded:
             self.load()
-        # Catch up on records the consume queues do not hold yet (RocketMQ's reput from the max CQ offset).
+        # Catch up on records the consume queues do not hold yet (RocketMQ's reput from the max CQ offset),
+        # unless recovery left records waiting in the dispatcher's backlog: it holds them up to the log's end.
         frm = max(self.cq_table.max_physic_offset(), self.commit_log.min_offset, 0)
-        if frm < self.commit_log.max_offset:
+        if frm < self.commit_log.max_offset and self.dispatcher.error is None:
             self.dispatcher.reput(self.commit_log, frm, delay_levels_ms=self.delay_levels_ms)
-            rebuild_topic_queue_table(self.commit_log, self.cq_table)
-        self.dispatcher.dispatched_offset = self.commit_log.max_offset
+            rebuild_topic_queue_table(self.commit_log, self.cq_table, self.dispatcher)
+        if self.dispatcher.error is None:
+            self.dispatcher.dispatched_offset = self.commit_log.max_offset
         if self.index_dispatcher is not None:
             self.index_dispatcher.start()
         if self.group_commit is not None:
@@ -295,7 +299,8 @@ class MessageStore:
     def _put_failed(self, status: PutMessageStatus, topic: str) -> PutMessageResult:
         """The result of a put that ``CommitLog.prepare`` rejected or ``CommitLog.append`` could not store."""
         if status is _S.MESSAGE_ILLEGAL or status is _S.PROPERTIES_SIZE_EXCEEDED:  # prepare's verdicts
-            return self._rejected(status, f"message to {topic} rejected: {status.name}")
+            why = self.commit_log.reject_reason or status.name
+            return self._rejected(status, f"message to {topic} rejected: {why}")
         why = (self.commit_log.create_error if status is _S.CREATE_MAPPED_FILE_FAILED or status is _S.UNKNOWN_ERROR
                else "append failed")
         return PutMessageResult(status, remark=why)
@@ -306,7 +311,8 @@ class MessageStore:
         for m in msgs:
             p = prepare(m)
             if p.__class__ is PutMessageStatus:
-                return self._rejected(p, f"message to {m.topic} rejected: {p.name}")  # type: ignore[union-attr]
+                why = self.commit_log.reject_reason or p.name  # type: ignore[union-attr]
+                return self._rejected(p, f"message to {m.topic} rejected: {why}")  # type: ignore[arg-type]
             out.append(p)
         if not out:
             return self._rejected(_S.MESSAGE_ILLEGAL, "empty batch")

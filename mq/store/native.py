@@ -1,25 +1,9 @@
-"""The store's optional C extensions (``_append.c``, ``_index.c``; built by setup.py where a compiler is).
-
-One place decides whether they are used: a module that is not built, or ``MQ_PURE_PYTHON=1`` in the environment,
-gives None for each function, and the callers run their Python twins, which write the same bytes.
+"""The store's optional C extensions (``_append.c``, ``_index.c``, ``_consume_queue.c``): ``mq.common.native``
+decides whether they are used (not built, or ``MQ_PURE_PYTHON=1``: the Python twins, which write the same bytes).
 """
 
 from __future__ import annotations
 
-import importlib
-import os
-from typing import Any
+from mq.common.native import PURE_PYTHON_ENV, load
 
-#: set to a non-empty value to run the store on its Python code alone (comparisons, debugging)
-PURE_PYTHON_ENV = "MQ_PURE_PYTHON"
-
-
-def load(module: str, *names: str) -> tuple[Any, ...]:
-    """The functions ``names`` of the extension ``module``, or a None for each where it is not to be used."""
-    if os.environ.get(PURE_PYTHON_ENV):
-        return (None,) * len(names)
-    try:
-        mod = importlib.import_module(module)
-    except ImportError:  # not built on this install
-        return (None,) * len(names)
-    return tuple(getattr(mod, n) for n in names)
+__all__ = ["PURE_PYTHON_ENV", "load"]

@@ -29,7 +29,8 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from mq.common.record import BLANK, BLANK_MAGIC_CODE, MESSAGE_MAGIC_CODE
-from mq.store.commit_log import DispatchRequest, check_record
+from mq.store.prepared import DispatchRequest
+from mq.store.log_scan import check_record, misflagged
 
 #: TOTALSIZE, MAGICCODE: the first 8 bytes of a record or of the BLANK record (``mq.common.record.BLANK``)
 UNIT_HEAD = BLANK
@@ -81,7 +82,11 @@ def parse_chunk(data: bytes, phy_offset: int, file_size: int, *, delay_levels_ms
 
     Every record must be whole and valid (``check_record`` with CRC, its PHYSICALOFFSET equal to where it
     lies); a BLANK record must say exactly how far the segment end is, and the chunk must end there; the
-    chunk must not cross a segment end. Anything else raises ``ValueError``."""
+    chunk must not cross a segment end. Anything else raises ``ValueError``. A record whose host-address bits
+    misdescribe it (an older master wrote them at a client's request; ``log_scan.misflagged``: exactly one
+    reading makes it whole, with a matching CRC) is copied as it is and dispatched as what it is. A record that
+    fails its CRC is refused even when a master's recovery set it aside: the slave cannot tell it from bytes
+    damaged on the way."""
     n = len(data)
     seg_end = phy_offset - phy_offset % file_size + file_size
     if phy_offset + n > seg_end:
@@ -94,6 +99,10 @@ def parse_chunk(data: bytes, phy_offset: int, file_size: int, *, delay_levels_ms
         while pos < n:
             size, req = check_record(view, pos, check_crc=check_crc, delay_levels_ms=delay_levels_ms,
                                      expect_phy=phy_offset + pos)
+            if size < 0:
+                fixed = misflagged(view, pos, expect_phy=phy_offset + pos, delay_levels_ms=delay_levels_ms)
+                if fixed is not None:
+                    _flag, size, req = fixed
             if size > 0:
                 add(req)  # type: ignore[arg-type]
                 pos += size

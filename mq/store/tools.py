@@ -12,9 +12,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
+from mq.common import sysflag as SF
 from mq.common.record import decode_record
 from mq.common.message import MessageExt
-from mq.store.commit_log import check_record
+from mq.store.log_scan import check_record, find_resync, misflagged
 from mq.store.consume_queue import CQ_UNIT, CQ_UNIT_SIZE, FILLER_SIZE
 
 DEFAULT_DELAY_LEVELS_MS = [1000, 5000, 10000, 30000, 60000, 120000, 180000, 240000, 300000, 360000, 420000,
@@ -28,6 +29,8 @@ class RecordInfo:
     ok: bool
     message: MessageExt | None = None
     error: str = ""
+    #: a bad record after which nothing valid follows in its segment (a torn tail or the unused end)
+    tail: bool = False
 
 
 @dataclass(slots=True)
@@ -62,6 +65,15 @@ def _map(path: Path) -> mmap.mmap | None:
         return mmap.mmap(f.fileno(), size, access=mmap.ACCESS_READ)
 
 
+def _data_end(fd: int, start: int, size: int) -> int:
+    """The first hole at or after ``start`` (``size`` when none): nothing past it is read, since reading a hole of
+    a full tmpfs through a mapping is SIGBUS (``MappedFile.data_end``)."""
+    try:
+        return min(size, os.lseek(fd, start, os.SEEK_HOLE))
+    except OSError:
+        return size
+
+
 def commit_log_dir(root: Path) -> Path:
     root = Path(root)
     return root / "commitlog" if (root / "commitlog").is_dir() else root
@@ -69,17 +81,22 @@ def commit_log_dir(root: Path) -> Path:
 
 def iter_records(root: Path, *, check_crc: bool = True, decode: bool = True,
                  start: int = 0) -> Iterator[RecordInfo]:
-    """Every record of the commit log in order; a bad record is reported once and ends its segment."""
+    """Every record of the commit log in order. A bad record is reported once; the walk goes on at the next
+    valid record after it (``log_scan.find_resync``, as recovery does), or ends its segment when none follows
+    (a torn tail, or the unused end of the last segment)."""
     for path in _segments(commit_log_dir(root)):
         base = int(path.name)
         mm = _map(path)
         if mm is None:
             continue
+        fd = os.open(path, os.O_RDONLY)
         try:
             if base + len(mm) <= start:
                 continue
             pos = max(0, start - base) if start > base else 0
-            view = memoryview(mm)
+            whole = memoryview(mm)
+            view = whole[:_data_end(fd, 0, len(mm))]
+            last_ts = 0
             try:
                 while pos + 8 <= len(mm):
                     size, req = check_record(view, pos, check_crc=check_crc, delay_levels_ms=DEFAULT_DELAY_LEVELS_MS,
@@ -87,15 +104,35 @@ def iter_records(root: Path, *, check_crc: bool = True, decode: bool = True,
                     if size == 0:
                         break  # BLANK: next segment
                     if size < 0:
-                        if any(view[pos:pos + 8]):
-                            yield RecordInfo(base + pos, 0, False, None, "invalid record (magic, size or CRC)")
-                        break
+                        fixed = misflagged(view, pos, expect_phy=base + pos, delay_levels_ms=DEFAULT_DELAY_LEVELS_MS)
+                        if fixed is not None:
+                            yield RecordInfo(base + pos, fixed[1], False, None,
+                                             f"its sysFlag's host-address bits do not match its layout (sysFlag "
+                                             f"{fixed[0]} does; recovery corrects it)")
+                            pos += fixed[1]
+                            continue
+                        nxt = find_resync(whole, pos, base, end=len(mm), min_store_ts=last_ts, check_crc=True,
+                                          delay_levels_ms=DEFAULT_DELAY_LEVELS_MS, fd=fd)
+                        if nxt < 0:  # nothing valid follows: the end of the data (zeros), or a torn tail
+                            if any(view[pos:pos + 8]):
+                                yield RecordInfo(base + pos, 0, False, None, "invalid record (magic, size or CRC)",
+                                                 tail=True)
+                            break
+                        yield RecordInfo(base + pos, 0, False, None,
+                                         f"invalid record (magic, size or CRC); valid records follow at {base + nxt}")
+                        pos = nxt
+                        view.release()
+                        view = whole[:_data_end(fd, nxt, len(mm))]
+                        continue
+                    last_ts = req.store_timestamp  # type: ignore[union-attr]
                     msg = decode_record(view, pos) if decode else None
                     yield RecordInfo(base + pos, size, True, msg)
                     pos += size
             finally:
                 view.release()
+                whole.release()
         finally:
+            os.close(fd)
             mm.close()
 
 
@@ -125,14 +162,17 @@ def iter_consume_queue(root: Path, topic: str, queue_id: int) -> Iterator[tuple[
         mm = _map(path)
         if mm is None:
             continue
+        fd = os.open(path, os.O_RDONLY)
         try:
-            for i, (phy, size, tc) in enumerate(CQ_UNIT.iter_unpack(mm[:len(mm) - len(mm) % CQ_UNIT_SIZE])):
+            end = _data_end(fd, 0, len(mm))
+            for i, (phy, size, tc) in enumerate(CQ_UNIT.iter_unpack(mm[:end - end % CQ_UNIT_SIZE])):
                 if size <= 0 or phy < 0:
                     break
                 if size == FILLER_SIZE and phy == 0:
                     continue
                 yield (base // CQ_UNIT_SIZE + i, phy, size, tc)
         finally:
+            os.close(fd)
             mm.close()
 
 
@@ -145,9 +185,10 @@ def verify_store(root: Path, *, check_crc: bool = True, max_problems: int = 100)
     segs = _segments(commit_log_dir(root))
     log_min = int(segs[0].name) if segs else 0
     records: dict[int, tuple[str, int, int, int]] = {}
+    queue_offsets: dict[tuple[str, int], dict[int, int]] = {}  # per queue: queue offset -> commit log offset
     for info in iter_records(root, check_crc=check_crc, decode=True):
         if not info.ok:
-            if segs and info.phy_offset >= int(segs[-1].name):
+            if info.tail and segs and info.phy_offset >= int(segs[-1].name):
                 rep.tail_end = info.phy_offset  # end of the log, not corruption
                 continue
             rep.bad_records += 1
@@ -158,6 +199,14 @@ def verify_store(root: Path, *, check_crc: bool = True, max_problems: int = 100)
         assert m is not None
         rep.records += 1
         records[info.phy_offset] = (m.topic, m.queue_id, m.queue_offset, info.size)
+        if m.sys_flag & SF.TRANSACTION_MASK in (SF.TRANSACTION_NOT_TYPE, SF.TRANSACTION_COMMIT_TYPE):
+            queue = (m.topic, m.queue_id)
+            if m.queue_offset == 0:  # a deleted and re-created topic starts its queues at 0 again
+                queue_offsets[queue] = {}
+            other = queue_offsets.setdefault(queue, {}).setdefault(m.queue_offset, info.phy_offset)
+            if other != info.phy_offset and len(rep.problems) < max_problems:
+                rep.problems.append(f"commit log offsets {other} and {info.phy_offset} both hold {m.topic}/"
+                                    f"{m.queue_id} queue offset {m.queue_offset}")
         rep.end_offset = info.phy_offset + info.size
     cq_root = root / "consumequeue"
     if cq_root.is_dir():

@@ -34,7 +34,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from mq.common import sysflag as SF
-from mq.common.record import decode_record
+from mq.common.record_scan import ask_alone, scan_records, settle
 from mq.errors import MQError, RemoteProtocolError
 from mq.protocol import headers as H
 from mq.protocol.bodies import TopicRouteData
@@ -291,26 +291,28 @@ def _born_ip(host: Any) -> str | None:
 def pull_bodies(ch: BlockingChannel, chunk: Chunk, missing: list[MissingRange], *,
                 batch: int = PULL_BATCH) -> Iterator[tuple[Any, ...]]:
     """Pull [chunk.start, chunk.end) on ``ch``: yields ``(broker, queue_id, queue_offset, store_time, body,
-    compressed, born_ip)``; appends to ``missing`` what the broker no longer has. Raises ChannelError."""
+    compressed, born_ip)``; appends to ``missing`` what the broker no longer has and each record that cannot
+    be decoded (an answer that breaks at a record is narrowed down to that record). Raises ChannelError."""
     offset = chunk.start
+    alone = False  # the last answer broke at its first record: ask for that record alone
     while offset < chunk.end:
+        asked_alone, alone = alone, False
         hdr = H.PullMessageRequestHeader(
             consumer_group=PULL_GROUP, topic=chunk.topic, queue_id=chunk.queue_id, queue_offset=offset,
-            max_msg_nums=min(batch, chunk.end - offset), sys_flag=_FLAG_SUBSCRIPTION, commit_offset=0,
-            suspend_timeout_millis=0, sub_version=0, subscription="*")
+            max_msg_nums=1 if asked_alone else min(batch, chunk.end - offset), sys_flag=_FLAG_SUBSCRIPTION,
+            commit_offset=0, suspend_timeout_millis=0, sub_version=0, subscription="*")
         resp = ch.call(RemotingCommand.request(RequestCode.PULL_MESSAGE, hdr.to_ext()))
         code = resp.code
         nxt = int(resp.ext_fields.get("nextBeginOffset", offset))
         if code == ResponseCode.SUCCESS:
-            buf = memoryview(resp.body or b"")
-            pos, last, garbled = 0, offset - 1, None
-            while pos < len(buf):
-                try:
-                    m = decode_record(buf, pos)
-                except RemoteProtocolError as exc:  # the rest of this pull's run is unreadable
-                    garbled = str(exc)
-                    break
-                pos += m.store_size
+            # bodies stay as stored: trace bodies are inflated leniently by the decoder (TRACE.md §3)
+            scan = scan_records(resp.body or b"")
+            if ask_alone(scan, hdr.max_msg_nums):
+                alone = True
+                continue
+            nxt, skipped = settle(scan, offset, nxt)
+            last = offset - 1
+            for m in scan.messages:
                 if m.queue_offset >= chunk.end:
                     break
                 if m.queue_offset < offset:
@@ -318,13 +320,15 @@ def pull_bodies(ch: BlockingChannel, chunk: Chunk, missing: list[MissingRange], 
                 last = m.queue_offset
                 yield (chunk.broker, chunk.queue_id, m.queue_offset, m.store_timestamp, m.body,
                        bool(m.sys_flag & SF.COMPRESSED), _born_ip(m.born_host))
-            if garbled is not None:
-                stop = min(max(nxt, last + 2), chunk.end)
-                missing.append(MissingRange(chunk.broker, chunk.addr, chunk.queue_id, last + 1, stop,
-                                            f"undecodable pull body: {garbled}"))
-                offset = stop
-            else:
-                offset = max(nxt, last + 1) if last >= offset else max(nxt, offset + 1)
+            for sk in skipped:  # each record stepped over is named; bytes after the last record are not a record
+                start = sk.queue_offset
+                stop = start + 1 if start is not None else nxt
+                if start is None:
+                    start = scan.messages[-1].queue_offset + 1 if scan.messages else offset
+                if start < stop:
+                    missing.append(MissingRange(chunk.broker, chunk.addr, chunk.queue_id, start, stop,
+                                                f"undecodable record: {sk.reason}"))
+            offset = max(nxt, last + 1, offset + 1)
         elif code == ResponseCode.PULL_OFFSET_MOVED:
             if nxt > offset:
                 missing.append(MissingRange(chunk.broker, chunk.addr, chunk.queue_id, offset, min(nxt, chunk.end),

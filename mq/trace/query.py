@@ -236,7 +236,7 @@ def build_trace(msg_id: str, records: list[TraceRecord], *, trace_topic: str = R
 
 async def _query_broker(admin: Any, name: str, addr: str, trace_topic: str, msg_id: str, max_num: int,
                         out: list[TraceRecord], problems: list[str]) -> int:
-    from mq.common.record import decode_records
+    from mq.common.record_scan import scan_records
     from mq.protocol import headers as h
     from mq.protocol.codes import RequestCode, ResponseCode
     from mq.protocol.command import RemotingCommand
@@ -251,7 +251,11 @@ async def _query_broker(admin: Any, name: str, addr: str, trace_topic: str, msg_
         return 0
     if resp.code != ResponseCode.SUCCESS or not resp.body:
         return 0
-    msgs: list[MessageExt] = decode_records(resp.body, decompress=False)
+    scan = scan_records(resp.body)  # bodies stay as stored: trace bodies are inflated leniently below
+    msgs: list[MessageExt] = scan.messages
+    for sk in scan.skipped:
+        problems.append(f"broker {name} ({addr}) returned a trace message that cannot be decoded: "
+                        f"{sk.located(source=addr).describe()}")
     kept = 0
     host_errors = 0
     for m in msgs:

@@ -7,7 +7,8 @@ it with SIGKILL or let it die: the in-process ``broker_factory`` cannot be kille
     b.start()            # the same store and port again (crash recovery)
     b.stop()             # SIGTERM, waits; True when it exited 0
 
-The config gets small store segments, a free listen port and any free HA port unless given.
+The config gets small store segments, a free listen port and any free HA port unless given, and no gRPC
+endpoint unless ``grpcServerPort`` is given.
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ class BrokerProcess:
         self.port = int(config.get("listenPort") or free_port())
         self.config = {"listenPort": self.port, "storePathRootDir": str(self.workdir / "store"),
                        "mappedFileSizeCommitLog": 4 * 1024 * 1024, "mappedFileSizeConsumeQueue": 60_000,
-                       "maxHashSlotNum": 5_000, "maxIndexNum": 20_000, "haListenPort": 0, **config}
+                       "maxHashSlotNum": 5_000, "maxIndexNum": 20_000, "haListenPort": 0, "grpcServerPort": -1,
+                       **config}
         self.address = f"127.0.0.1:{self.port}"
         self.log_path = self.workdir / "broker.log"
         self.proc: subprocess.Popen | None = None

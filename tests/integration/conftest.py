@@ -102,6 +102,7 @@ def broker_factory(run, namesrv, tmp_path):
 
     def make(*, store_dir: str | None = None, register: bool = True, **overrides: Any) -> BrokerController:
         b_over, s_over = split_overrides(overrides)
+        b_over.setdefault("grpc_server_port", -1)  # tests that speak gRPC ask for it (0: any free port)
         n = next(_counter)
         root = store_dir or str(tmp_path / f"store{n}")
         bcfg = BrokerConfig(host="127.0.0.1", listen_port=0,

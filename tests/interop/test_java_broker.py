@@ -243,7 +243,7 @@ def test_our_slave_follows_a_rocketmq_master(tmp_path):
             port = sock.getsockname()[1]
         conf = tmp_path / "slave.yaml"
         conf.write_text(f"brokerName: java-broker\nbrokerId: 1\nbrokerRole: SLAVE\nlistenPort: {port}\n"
-                        f"haListenPort: 0\nnamesrvAddr: {ns}\nstorePathRootDir: {tmp_path / 'slave-store'}\n"
+                        f"haListenPort: 0\ngrpcServerPort: -1\nnamesrvAddr: {ns}\nstorePathRootDir: {tmp_path / 'slave-store'}\n"
                         f"mappedFileSizeCommitLog: {seg}\n")
         slave = subprocess.Popen([sys.executable, "-m", "mq.cli.main", "broker", "start", "--config", str(conf)],
                                  env={**os.environ, "MQ_HOME": str(tmp_path / "mq-home")},

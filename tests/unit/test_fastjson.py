@@ -81,6 +81,22 @@ def test_deep_nesting_is_an_error_not_a_crash():
         loads(b"[" * 100_000)
 
 
+def test_nesting_up_to_the_limit_is_read():
+    assert loads(b"{0:" * (MAX_DEPTH - 1) + b"1" + b"}" * (MAX_DEPTH - 1)) is not None
+    assert loads(b"[" * MAX_DEPTH + b"]" * MAX_DEPTH) is not None
+
+
+def test_huge_integers_are_a_decode_error_not_a_crash():
+    # Python refuses to convert integers of more than 4300 digits (ValueError): the reader must say "bad JSON"
+    with pytest.raises(FastJsonDecodeError, match="digits"):
+        loads(b"{0:" + b"9" * 5000 + b"}")
+    assert loads(b"{0:" + b"9" * 4000 + b"}") == {0: int("9" * 4000)}
+
+
+def test_object_keys_at_any_position_and_empty_ones():
+    assert loads(b'{1:2,{"a":1}:3,b:{{}:[{}]}}') == {1: 2, ObjectKey((("a", 1),)): 3, "b": {ObjectKey(()): [{}]}}
+
+
 def test_loads_rejects_non_text_input():
     with pytest.raises(FastJsonDecodeError):
         loads(12)  # type: ignore[arg-type]

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 import typing
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mq.errors import RemoteProtocolError
+from mq.errors import HeaderFieldError, RemoteProtocolError
 from mq.protocol import headers as h
 from mq.protocol.codes import RequestCode
 
@@ -71,7 +72,7 @@ def test_missing_required_field_is_named(cls):
     required = [f.wire for f in cls.FIELDS if f.required]
     for wire in required:
         partial = {k: v for k, v in ext.items() if k != wire}
-        with pytest.raises(RemoteProtocolError, match=repr(wire)):
+        with pytest.raises(RemoteProtocolError, match=f"<{wire}>"):
             cls.from_ext(partial)
     only_required = {k: v for k, v in ext.items() if k in required}
     assert cls.from_ext(only_required).to_ext().keys() >= only_required.keys()  # optional fields may be absent
@@ -82,7 +83,7 @@ def test_unparsable_number_is_named(cls):
     ext = _sample(cls).to_ext()
     for f in cls.FIELDS:
         if f.kind in (int, float):
-            with pytest.raises(RemoteProtocolError, match=repr(f.wire)):
+            with pytest.raises(RemoteProtocolError, match=f"<{f.wire}>"):
                 cls.from_ext({**ext, f.wire: "12x"})
 
 
@@ -129,7 +130,7 @@ def test_empty_string_for_number_means_absent():
     hdr = h.ConsumerSendMsgBackRequestHeader.from_ext({"offset": "5", "group": "G", "delayLevel": "0",
                                                        "maxReconsumeTimes": ""})
     assert hdr.max_reconsume_times is None
-    with pytest.raises(RemoteProtocolError, match="'offset'"):
+    with pytest.raises(RemoteProtocolError, match="<offset>"):
         h.ConsumerSendMsgBackRequestHeader.from_ext({"offset": "", "group": "G", "delayLevel": "0"})
 
 
@@ -181,10 +182,10 @@ def test_cpp_extras_ignored():
 def test_v2_missing_and_bad_fields():
     base = {"a": "g", "b": "t", "c": "TBW102", "d": "4", "e": "0", "f": "0", "g": "0", "h": "0"}
     for key in base:
-        with pytest.raises(RemoteProtocolError, match=repr(key)):
+        with pytest.raises(RemoteProtocolError, match=f"<{key}>"):
             h.SendMessageRequestHeaderV2.from_ext({k: v for k, v in base.items() if k != key})
     for key in ("d", "e", "f", "g", "h", "j", "l"):
-        with pytest.raises(RemoteProtocolError, match=repr(key)):
+        with pytest.raises(RemoteProtocolError, match=f"<{key}>"):
             h.SendMessageRequestHeaderV2.from_ext({**base, key: "x"})
     with pytest.raises(RemoteProtocolError):
         h.SendMessageRequestHeaderV2.from_ext({})
@@ -197,22 +198,30 @@ def _reference_from_ext(cls, ext):
         v = ext.get(f.wire)
         if v is None or (v == "" and f.kind is not str):
             if f.required:
-                raise RemoteProtocolError(f"missing {f.wire}")
+                raise HeaderFieldError(f"missing {f.wire}")
             continue
         if f.kind is bool:
             kwargs[f.attr] = v.lower() in ("true", "1")
         elif f.kind is str:
             kwargs[f.attr] = v
+        elif f.kind is int:  # Integer.parseInt / Long.parseLong: sign and decimal digits, in range
+            bits = 63 if f.long else 31
+            if not re.fullmatch(r"[+-]?\d+", v) or not -(2**bits) <= int(v) < 2**bits:
+                raise HeaderFieldError(f"bad {f.wire}")
+            kwargs[f.attr] = int(v)
         else:
             try:
                 kwargs[f.attr] = f.kind(v)
             except ValueError:
-                raise RemoteProtocolError(f"bad {f.wire}") from None
+                raise HeaderFieldError(f"bad {f.wire}") from None
     return cls(**kwargs)
 
 
 ext_values = st.one_of(st.text(max_size=6), st.integers(-2**40, 2**40).map(str),
-                       st.sampled_from(["true", "false", "0", "1", "", "TRUE", "True"]))
+                       st.integers(-2**64, 2**64).map(str),
+                       st.sampled_from(["true", "false", "0", "1", "", "TRUE", "True", "1_0", " 1 ", "+1", "-0",
+                                        "2147483648", "-2147483649", "9223372036854775808", "\u0663", "0x1", "1e3",
+                                        "00000000000000000000000000000000000000001"]))
 
 
 @settings(max_examples=200, deadline=None)
@@ -226,3 +235,49 @@ def test_generated_from_ext_agrees_with_reference(cls, data):
         except RemoteProtocolError as exc:
             return type(exc)
     assert run(lambda c, e: c.from_ext(e)) == run(_reference_from_ext)
+
+
+# ---------------------------------------------------------------------------------------------
+# numbers exactly as Java parses them (Integer.parseInt / Long.parseLong)
+# ---------------------------------------------------------------------------------------------
+_PULL = {"consumerGroup": "G", "topic": "T", "queueId": "0", "queueOffset": "0", "maxMsgNums": "1", "sysFlag": "0",
+         "commitOffset": "0", "suspendTimeoutMillis": "0", "subVersion": "0"}
+
+
+@pytest.mark.parametrize("text", ["1_0", " 1 ", "1 ", "\t1", "0x1", "1e3", "1.0", "+", "-", "--1", "+-1", "１_２",
+                                  "2147483648", "-2147483649", "99999999999999999999999"])
+def test_int_fields_refuse_what_integer_parseint_refuses(text):
+    with pytest.raises(HeaderFieldError, match="<queueId> is not an int") as info:
+        h.PullMessageRequestHeader.from_ext({**_PULL, "queueId": text})
+    assert info.value.field == "queueId"
+
+
+@pytest.mark.parametrize("text,value", [("7", 7), ("+7", 7), ("-7", -7), ("-0", 0), ("007", 7),
+                                        ("2147483647", 2**31 - 1), ("-2147483648", -(2**31)),
+                                        ("0" * 40 + "5", 5), ("\u0663", 3), ("１２", 12)])
+def test_int_fields_take_what_integer_parseint_takes(text, value):
+    assert h.PullMessageRequestHeader.from_ext({**_PULL, "queueId": text}).queue_id == value
+
+
+def test_long_fields_have_the_64_bit_range():
+    assert h.PullMessageRequestHeader.from_ext({**_PULL, "queueOffset": str(2**63 - 1)}).queue_offset == 2**63 - 1
+    assert h.PullMessageRequestHeader.from_ext({**_PULL, "queueOffset": str(-(2**63))}).queue_offset == -(2**63)
+    for text in (str(2**63), str(-(2**63) - 1), "1_000"):
+        with pytest.raises(HeaderFieldError, match="<queueOffset> is not a long"):
+            h.PullMessageRequestHeader.from_ext({**_PULL, "queueOffset": text})
+
+
+def test_java_long_fields_are_marked_as_in_rocketmq():
+    longs = {cls.__name__: {f.wire for f in cls.FIELDS if f.long} for cls in ALL}
+    assert longs["PullMessageRequestHeader"] == {"queueOffset", "commitOffset", "suspendTimeoutMillis", "subVersion"}
+    assert longs["SendMessageRequestHeaderV2"] == {"g"}
+    assert longs["UpdateConsumerOffsetRequestHeader"] == {"commitOffset"}
+    assert longs["RegisterBrokerRequestHeader"] == {"brokerId"}
+    assert longs["QueryConsumerOffsetRequestHeader"] == set()
+
+
+def test_booleans_are_java_parse_boolean_plus_the_cpp_one():
+    base = {"a": "g", "b": "t", "c": "TBW102", "d": "4", "e": "0", "f": "0", "g": "0", "h": "0"}
+    for text, value in (("true", True), ("TRUE", True), ("tRuE", True), ("1", True), ("yes", False),
+                        ("0", False), ("false", False), ("t", False), (" true", False)):
+        assert h.SendMessageRequestHeaderV2.from_ext({**base, "m": text}).batch is value, text

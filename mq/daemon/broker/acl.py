@@ -14,16 +14,7 @@ With ``aclEnable`` every request is checked before its processor runs, in this o
 
 A refusal is answered SYSTEM_ERROR with the remark ``org.apache.rocketmq.acl.common.AclException: <reason>``.
 
-Resources a request needs (``%RETRY%<group>`` stands for the group):
-
-    SEND_MESSAGE (10) / V2 (310)  topic: PUB; a %RETRY% topic: its group: SUB
-    CONSUMER_SEND_MSG_BACK (36)   group: SUB
-    PULL_MESSAGE (11)             topic: SUB, consumerGroup: SUB
-    QUERY_MESSAGE (12)            topic: SUB
-    HEART_BEAT (34)               each consumer group: SUB, each subscribed topic: SUB
-    UNREGISTER_CLIENT (35), GET_CONSUMER_LIST_BY_GROUP (38)   consumerGroup: SUB
-    UPDATE_CONSUMER_OFFSET (15)   consumerGroup: SUB, topic: SUB
-    anything else                 a valid signature only
+Resources a request needs: ``acl_resources.required_resources``.
 
 Permissions are DENY, PUB, SUB and PUB|SUB; an unknown or missing one is DENY. The files are
 ``plain_acl.yml`` plus every ``*.yml``/``*.yaml`` in the ``acl/`` directory beside it; they are re-read when
@@ -33,7 +24,6 @@ force.
 
 from __future__ import annotations
 
-import enum
 import ipaddress
 import logging
 import os
@@ -47,16 +37,16 @@ from typing import Any
 import yaml
 
 from mq.common.topic import TRACE_TOPIC
+from mq.daemon.broker.acl_resources import (RETRY_PREFIX, Perm, check_permission, describe, parse_perm,
+                                            required_resources)
 from mq.errors import ConfigError
 from mq.protocol.acl import ACCESS_KEY, signature_matches
-from mq.protocol.bodies import HeartbeatData
 from mq.protocol.codes import RequestCode as R
 from mq.protocol.command import RemotingCommand
 from mq.store.config_files import write_atomically
 
 log = logging.getLogger(__name__)
 
-RETRY_PREFIX = "%RETRY%"
 ACL_EXCEPTION = "org.apache.rocketmq.acl.common.AclException"
 #: RocketMQ 4.9's admin codes, plus the ACL changes themselves (4.9 lets any signed account make those; an
 #: account that could grant itself every permission would make the rest pointless)
@@ -65,28 +55,6 @@ ADMIN_CODES = frozenset((R.UPDATE_AND_CREATE_TOPIC, R.UPDATE_BROKER_CONFIG, R.DE
                          R.UPDATE_AND_CREATE_ACL_CONFIG, R.DELETE_ACL_CONFIG, R.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG))
 MIN_KEY_LENGTH = 7  # "longer than 6"
 RELOAD_CHECK_S = 1.0
-
-
-class Perm(enum.IntFlag):
-    DENY = 1
-    ANY = 2
-    PUB = 4
-    SUB = 8
-
-
-def parse_perm(text: object) -> Perm:
-    """``PUB``, ``SUB``, ``PUB|SUB`` / ``SUB|PUB`` or ``DENY``; anything else is DENY, as in RocketMQ."""
-    value = str(text).strip() if text is not None else ""
-    return {"PUB": Perm.PUB, "SUB": Perm.SUB, "PUB|SUB": Perm.PUB | Perm.SUB,
-            "SUB|PUB": Perm.PUB | Perm.SUB}.get(value, Perm.DENY)
-
-
-def check_permission(needed: Perm, owned: Perm) -> bool:
-    if owned & Perm.DENY:
-        return False
-    if needed & Perm.ANY:
-        return bool(owned & (Perm.PUB | Perm.SUB))
-    return bool(needed & owned)
 
 
 # -- remote address patterns ---------------------------------------------------------------------------------
@@ -305,45 +273,6 @@ def default_acl_file(store_root: str) -> Path:
     return Path(home) / "conf" / "plain_acl.yml" if home else Path(store_root) / "conf" / "plain_acl.yml"
 
 
-# -- resources a request needs --------------------------------------------------------------------------------
-def required_resources(cmd: RemotingCommand) -> dict[str, Perm]:
-    """Resource -> permission the request needs (PlainAccessValidator.parse); ValueError if its body is bad."""
-    f = cmd.ext_fields
-    code = cmd.code
-    need: dict[str, Perm] = {}
-    if code == R.SEND_MESSAGE or code == R.SEND_MESSAGE_V2:
-        topic, group = (f.get("topic"), f.get("group")) if code == R.SEND_MESSAGE else (f.get("b"), f.get("a"))
-        if topic and topic.startswith(RETRY_PREFIX):
-            need[RETRY_PREFIX + str(group)] = Perm.SUB
-        else:
-            need[str(topic)] = Perm.PUB
-    elif code == R.CONSUMER_SEND_MSG_BACK:
-        need[RETRY_PREFIX + str(f.get("group"))] = Perm.SUB
-    elif code == R.PULL_MESSAGE:
-        need[str(f.get("topic"))] = Perm.SUB
-        need[RETRY_PREFIX + str(f.get("consumerGroup"))] = Perm.SUB
-    elif code == R.QUERY_MESSAGE:
-        need[str(f.get("topic"))] = Perm.SUB
-    elif code == R.HEART_BEAT:
-        heartbeat = HeartbeatData.from_json(cmd.body or b"{}")
-        for consumer in heartbeat.consumer_data_set:
-            need[RETRY_PREFIX + consumer.group_name] = Perm.SUB
-            for sub in consumer.subscription_data_set:
-                need[sub.topic] = Perm.SUB
-    elif code in (R.UNREGISTER_CLIENT, R.GET_CONSUMER_LIST_BY_GROUP):
-        need[RETRY_PREFIX + str(f.get("consumerGroup"))] = Perm.SUB
-    elif code == R.UPDATE_CONSUMER_OFFSET:
-        need[RETRY_PREFIX + str(f.get("consumerGroup"))] = Perm.SUB
-        need[str(f.get("topic"))] = Perm.SUB
-    return need
-
-
-def _describe(resource: str) -> str:
-    if resource.startswith(RETRY_PREFIX):
-        return f"group:{resource[len(RETRY_PREFIX):]}"
-    return f"topic:{resource}"
-
-
 def client_ip(remote_addr: str) -> str:
     """``ip:port`` (or ``[v6]:port``) -> ip."""
     host = remote_addr.rpartition(":")[0] if ":" in remote_addr else remote_addr
@@ -351,6 +280,20 @@ def client_ip(remote_addr: str) -> str:
 
 
 # -- the validator --------------------------------------------------------------------------------------------
+#: Start of each refusal reason ``check`` returns -> its kind (a bounded label for metrics).
+_REFUSAL_KINDS = (("No accessKey", "no_access_key"), ("No acl config", "unknown_access_key"),
+                  ("cannot read the request", "unreadable_request"), ("Check signature", "bad_signature"),
+                  ("Need admin permission", "admin_required"), ("No default permission", "no_permission"))
+
+
+def refusal_kind(reason: str) -> str:
+    """The kind of a refusal reason returned by ``PlainAccessValidator.check``."""
+    for prefix, kind in _REFUSAL_KINDS:
+        if reason.startswith(prefix):
+            return kind
+    return "other"
+
+
 class PlainAccessValidator:
     """Checks requests against plain_acl.yml; ``check`` returns None or the reason for refusing."""
 
@@ -360,6 +303,8 @@ class PlainAccessValidator:
         self._stamp = self._file_stamp()
         self._next_check = time.monotonic() + RELOAD_CHECK_S
         self._failed_stamp: tuple | None = None
+        #: refusals so far by kind (``refusal_kind``), read by the metrics endpoint
+        self.refusals: dict[str, int] = {}
         log.info("ACL on: %d account(s), %d global white address pattern(s) from %s",
                  len(self.config.accounts), len(self.config.global_white), main_file)
 
@@ -392,15 +337,41 @@ class PlainAccessValidator:
                  len(config.global_white))
         return True
 
-    def check(self, remote_addr: str, cmd: RemotingCommand) -> str | None:
+    def check(self, remote_addr: str, cmd: RemotingCommand, need: dict[str, Perm] | None = None) -> str | None:
+        """Why ``cmd`` is refused, or None. ``need`` (the resources it needs) when the caller decoded them
+        already: a large heartbeat is checked for its account and signature first, and for its resources once
+        decoded off the event loop."""
+        fields = cmd.ext_fields
+
+        def verify(secret_key: str) -> bool:
+            return signature_matches(fields, cmd.body, secret_key)
+
+        return self.check_access(remote_addr, fields.get(ACCESS_KEY), verify,
+                                 need if need is not None else (lambda: required_resources(cmd)),
+                                 admin_code=cmd.code in ADMIN_CODES, code=cmd.code)
+
+    def check_access(self, remote_addr: str, access_key: str | None, verify: Callable[[str], bool],
+                     need: dict[str, Perm] | Callable[[], dict[str, Perm]], *, admin_code: bool = False,
+                     code: int | None = None) -> str | None:
+        """The checks of ``check`` for any request: ``verify(secret_key)`` says whether the request's
+        signature is right, ``need`` is what it touches (or a function computing it). The gRPC endpoint
+        calls this with its own signature scheme (MQv2-HMAC-SHA1). Refusals are counted by kind
+        (``refusals``, for metrics)."""
+        reason = self._check_access(remote_addr, access_key, verify, need, admin_code, code)
+        if reason is not None:
+            kind = refusal_kind(reason)
+            self.refusals[kind] = self.refusals.get(kind, 0) + 1
+        return reason
+
+    def _check_access(self, remote_addr: str, access_key: str | None, verify: Callable[[str], bool],
+                      need: dict[str, Perm] | Callable[[], dict[str, Perm]], admin_code: bool,
+                      code: int | None) -> str | None:
         self.reload_if_changed()
         config = self.config
         ip = client_ip(remote_addr)
         for white in config.global_white:
             if white(ip):
                 return None
-        fields = cmd.ext_fields
-        access_key = fields.get(ACCESS_KEY)
         if access_key is None:
             return "No accessKey is configured"
         account = config.accounts.get(access_key)
@@ -408,16 +379,17 @@ class PlainAccessValidator:
             return f"No acl config for {access_key}"
         if account.white(ip):
             return None
-        try:
-            need = required_resources(cmd)
-        except Exception as exc:  # a body the validator cannot read is refused, as Java's parse fails
-            return f"cannot read the request to check its permissions: {exc}"
-        if not signature_matches(fields, cmd.body, account.secret_key):
+        if callable(need):
+            try:
+                need = need()
+            except Exception as exc:  # a body the validator cannot read is refused, as Java's parse fails
+                return f"cannot read the request to check its permissions: {exc}"
+        if not verify(account.secret_key):
             return f"Check signature failed for accessKey={access_key}"
         if need.get(TRACE_TOPIC) == Perm.PUB:
             return None
-        if cmd.code in ADMIN_CODES and not account.admin:
-            return f"Need admin permission for request code={cmd.code}, but accessKey={access_key} is not"
+        if admin_code and not account.admin:
+            return f"Need admin permission for request code={code}, but accessKey={access_key} is not"
         if not need or (account.perms is None and account.admin):
             return None
         owned = account.perms or {}
@@ -426,7 +398,7 @@ class PlainAccessValidator:
             if have is None:
                 have = account.default_group_perm if resource.startswith(RETRY_PREFIX) else account.default_topic_perm
             if not check_permission(perm, have):
-                return f"No default permission for {_describe(resource)}"
+                return f"No default permission for {describe(resource)}"
         return None
 
     def refusal_remark(self, reason: str) -> str:

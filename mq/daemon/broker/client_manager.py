@@ -71,6 +71,55 @@ def normalize_subscription(sd: SubscriptionData) -> SubscriptionData:
                             class_filter_mode=sd.class_filter_mode)
 
 
+@dataclass(slots=True)
+class PreparedSubscriptions:
+    """A heartbeat's subscriptions normalized, with their TAG filters parsed, and compared with what the group
+    had: the pure part of a consumer's registration, which a large heartbeat computes off the event loop
+    (``prepare_subscriptions``). ``register`` uses the comparison only if the group's subscriptions are still
+    the ``base`` it was made against; otherwise it compares again."""
+
+    #: topic -> normalized subscription (the last one of a topic wins, as in the heartbeat)
+    by_topic: dict[str, SubscriptionData]
+    #: topic -> parsed TAG filter of ``by_topic[topic]``
+    filters: dict[str, TagFilter]
+    #: the group's subscriptions compared with (None: not compared) and the outcome of ``_merge``
+    base: dict[str, SubscriptionData] | None = None
+    merged: tuple | None = None
+
+
+def prepare_subscriptions(subs: list[SubscriptionData], base: dict[str, SubscriptionData] | None = None,
+                          base_filters: dict[str, TagFilter] | None = None) -> PreparedSubscriptions:
+    """Normalize ``subs`` and parse their filters; with ``base`` (the group's current subscriptions, which are
+    replaced, never changed in place) also compare them. Pure: safe in a worker thread."""
+    by_topic = {sd.topic: normalize_subscription(sd) for sd in subs if sd.topic}
+    filters = {t: parse_subscription(t, n.sub_string) for t, n in by_topic.items() if n.expression_type == "TAG"}
+    prepared = PreparedSubscriptions(by_topic, filters)
+    if base is not None:
+        prepared.base = base
+        prepared.merged = _merge(base, base_filters or {}, prepared)
+    return prepared
+
+
+def _merge(old: dict[str, SubscriptionData], old_filters: dict[str, TagFilter],
+           prepared: PreparedSubscriptions) -> tuple[dict[str, SubscriptionData], bool, dict[str, TagFilter], list]:
+    """(new subscriptions, changed?, their TAG filters, their SQL92 ones as (topic, selector))."""
+    changed = False
+    new: dict[str, SubscriptionData] = {}
+    for topic, norm in prepared.by_topic.items():
+        new[topic] = norm
+        was = old.get(topic)
+        if was is None or was.sub_string != norm.sub_string or was.expression_type != norm.expression_type:
+            changed = True
+        elif was.sub_version > norm.sub_version:  # keep the newest version (Java ignores older ones)
+            new[topic] = was
+    if len(new) != len(old) or not changed and new.keys() != old.keys():
+        changed = True
+    filters = {t: (prepared.filters[t] if s is prepared.by_topic.get(t) else old_filters.get(t))
+               or parse_subscription(t, s.sub_string) for t, s in new.items() if s.expression_type == "TAG"}
+    sql = [(t, s.sub_string) for t, s in new.items() if s.expression_type == SQL92 and s.sub_string]
+    return new, changed, filters, sql
+
+
 class ConsumerManager:
     def __init__(self, on_ids_changed: Callable[[str], None] | None = None,
                  filter_cache: Sql92Cache | None = None) -> None:
@@ -101,8 +150,10 @@ class ConsumerManager:
     # -- membership --------------------------------------------------------------------------------------
     def register(self, group: str, channel: ClientChannelInfo, consume_type: ConsumeType | None,
                  message_model: MessageModel | None, consume_from_where: ConsumeFromWhere | None,
-                 subscriptions: list[SubscriptionData], notify: bool = True) -> bool:
-        """Record a consumer heartbeat; returns True (and notifies) if members or subscriptions changed."""
+                 subscriptions: list[SubscriptionData], notify: bool = True,
+                 prepared: PreparedSubscriptions | None = None) -> bool:
+        """Record a consumer heartbeat; returns True (and notifies) if members or subscriptions changed.
+        ``prepared`` is ``prepare_subscriptions(subscriptions)`` when the caller computed it already."""
         info = self._groups.get(group)
         if info is None:
             info = self._groups[group] = ConsumerGroupInfo(group)
@@ -117,7 +168,7 @@ class ConsumerManager:
                      old.client_id, channel.client_id)
             new_member = True
         info.channels[channel.conn] = channel
-        changed_subs = self._update_subscriptions(info, subscriptions)
+        changed_subs = self._update_subscriptions(info, subscriptions, prepared)
         changed = new_member or changed_subs
         if new_member:
             log.info("consumer group %s: new member %s (%s)", group, channel.client_id, channel.addr)
@@ -125,31 +176,23 @@ class ConsumerManager:
             self.on_ids_changed(group)
         return changed
 
-    def _update_subscriptions(self, info: ConsumerGroupInfo, subs: list[SubscriptionData]) -> bool:
-        changed = False
-        new: dict[str, SubscriptionData] = {}
-        for sd in subs:
-            if not sd.topic:
-                continue
-            norm = normalize_subscription(sd)
-            new[sd.topic] = norm
-            old = info.subscriptions.get(sd.topic)
-            if old is None or old.sub_string != norm.sub_string or old.expression_type != norm.expression_type:
-                changed = True
-            elif old.sub_version > norm.sub_version:  # keep the newest version (Java ignores older ones)
-                new[sd.topic] = old
-        if set(new) != set(info.subscriptions):
-            changed = True
-        if subs or not info.subscriptions:
+    def _update_subscriptions(self, info: ConsumerGroupInfo, subs: list[SubscriptionData],
+                              prepared: PreparedSubscriptions | None = None) -> bool:
+        if prepared is None:
+            prepared = prepare_subscriptions(subs)
+        current = info.subscriptions
+        if prepared.merged is not None and (prepared.base is current or not prepared.base and not current):
+            new, changed, filters, sql_exprs = prepared.merged
+        else:
+            new, changed, filters, sql_exprs = _merge(current, info.filters, prepared)
+        if subs or not current:
             info.subscriptions = new
-            info.filters = {t: parse_subscription(t, s.sub_string) for t, s in new.items()
-                            if s.expression_type == "TAG"}
+            info.filters = filters
             sql = {}
-            for t, s in new.items():
-                if s.expression_type == SQL92 and s.sub_string:
-                    flt = self.filter_cache.try_compile(t, s.sub_string)
-                    if flt is not None:
-                        sql[t] = flt
+            for t, expression in sql_exprs:
+                flt = self.filter_cache.try_compile(t, expression)
+                if flt is not None:
+                    sql[t] = flt
             info.sql_filters = sql
         return changed
 

@@ -10,6 +10,9 @@ Replication (STORE.md §13, ``mq.daemon.broker.ha``): a master (ASYNC_MASTER / S
 ``SlaveSynchronize``; both are started before the first registration (which advertises the HA address) and
 stopped before the store shuts down. ``controller.ha`` is the HAService or the HAClient.
 
+Metrics (``mq.daemon.metrics``): with ``metricsExporterType: PROM`` the remoting server's request observer is
+installed before listening, and the Prometheus endpoint is served from start to stop.
+
 Timers: name-server registration (``registerNameServerPeriod``), offset persistence
 (``flushConsumerOffsetInterval``), client channel expiry (``clientChannelScanInterval`` /
 ``channelExpiredTimeout``) and fast failure (``fastFailureScanIntervalMs``).
@@ -24,9 +27,9 @@ import logging
 import shutil
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
-from mq.config import BrokerConfig, ConnectionLimits, ProcessorLimits, StoreConfig
+from mq.config import BrokerConfig, ProcessorLimits, StoreConfig
 from mq.daemon.broker.client_manager import ConsumerManager, ProducerManager
 from mq.daemon.broker.flow_control import QUERY_GROUP, SEND_GROUP, FastFailure
 from mq.daemon.broker.long_polling import LoopPoster, PullHoldService
@@ -47,12 +50,12 @@ log = logging.getLogger(__name__)
 
 
 class BrokerController:
-    def __init__(self, config: BrokerConfig, *, store_config: StoreConfig | None = None) -> None:
+    def __init__(self, config: BrokerConfig, *, store_config: StoreConfig | None = None,
+                 clock: Callable[[], int] | None = None) -> None:
         self.config = config
         self.store_config = store_config or StoreConfig()
-        self.server = RemotingServer(
-            config.host, config.listen_port, limits=config.frame_limits, name="broker",
-            connection_limits=ConnectionLimits(idle_timeout=float(config.server_channel_max_idle_time_seconds)))
+        self.server = RemotingServer(config.host, config.listen_port, limits=config.frame_limits, name="broker",
+                                     connection_limits=config.connection_limits)
         self.server.configure_group(SEND_GROUP, ProcessorLimits(max(1, config.send_message_thread_pool_nums),
                                                                 config.send_thread_pool_queue_capacity))
         self.server.configure_group(QUERY_GROUP, ProcessorLimits(max(1, config.query_message_thread_pool_nums),
@@ -62,7 +65,7 @@ class BrokerController:
         self.acl = None  # PlainAccessValidator when aclEnable
         self.topic_config = TopicConfigManager(config, root, on_change=self._topics_changed)
         self.subscription_groups = SubscriptionGroupManager(config, root)
-        self.offsets = ConsumerOffsetManager(root)
+        self.offsets = ConsumerOffsetManager(root, self.store_config.store_error_log_interval_ms / 1000.0)
         self.consumers = ConsumerManager(on_ids_changed=self._consumer_ids_changed)
         self.producers = ProducerManager()
         self.stats = BrokerStats(self)
@@ -82,7 +85,15 @@ class BrokerController:
         self.timer_service: Any = None
         # replication (mq.daemon.broker.ha): HAService on a master, HAClient on a slave; built in start()
         self.ha: Any = None
+        #: the gRPC endpoint for RocketMQ 5.x clients (mq.daemon.proxy), None when grpcServerPort is -1
+        self.grpc: Any = None
         self.slave_sync: Any = None
+        #: the Prometheus endpoint (mq.daemon.metrics) when metricsExporterType is PROM; built in start()
+        self.metrics: Any = None
+        # RocketMQ 5 pop consumption (mq.daemon.broker.pop); ``clock`` (epoch ms) is for tests
+        from mq.daemon.broker.pop.service import PopService
+
+        self.pop_service = PopService(self, clock=clock)
         self._tasks: list[asyncio.Task] = []
         self._started = False
         self._stopping = False
@@ -144,7 +155,9 @@ class BrokerController:
         validator = self.acl = PlainAccessValidator(path)
 
         def refuse(conn, cmd):
-            reason = validator.check(conn.remote_addr, cmd)
+            # A large heartbeat's resources are checked once it is decoded off the loop (ClientProcessor).
+            deferred = {} if cmd.code == RequestCode.HEART_BEAT and self.server.is_heavy(cmd) else None
+            reason = validator.check(conn.remote_addr, cmd, need=deferred)
             if reason is None:
                 return None
             log.debug("ACL refused request code %d from %s: %s", cmd.code, conn.remote_addr, reason)
@@ -163,6 +176,9 @@ class BrokerController:
         self.poster = LoopPoster(loop)
         if self.config.acl_enable:
             self._install_acl()  # before listening: a missing or bad ACL file stops the start
+        from mq.daemon.metrics.service import broker_metrics
+
+        self.metrics = broker_metrics(self)  # before listening: it times requests from the first one
         try:
             await self.server.start()
         except OSError as exc:
@@ -177,7 +193,13 @@ class BrokerController:
             self._make_delivery_services()  # before the processors, which use them
             register_all(self)
             await self._start_ha()
+            if self.metrics is not None:
+                await self.metrics.start()
+            await self._start_grpc()
         except BaseException:
+            await self._stop_grpc()
+            if self.metrics is not None:
+                await self.metrics.stop()
             await self._stop_ha()
             await self.server.stop()
             if self.store is not None:
@@ -190,20 +212,33 @@ class BrokerController:
                        loop.create_task(self._periodic(self.config.client_channel_scan_interval,
                                                        self.scan_clients, "client channel scan"))]
         self._start_delivery_services()
+        self.pop_service.start()
         self._started = True
         ok = await self.registrar.register_all(force=True)
         self.registrar.start()
-        log.info("broker %s (%s, id %d) listening on %s:%d, advertised %s, store %s; registered with %d/%d name "
+        log.info("broker %s (%s, id %d) listening on %s:%d, advertised %s%s, store %s; registered with %d/%d name "
                  "servers", self.broker_name, self.cluster, self.broker_id, self.config.host, self.port,
-                 self.address, self.store_config.store_path_root_dir, ok, len(self.config.namesrv_addrs))
+                 self.address, f", gRPC {self.grpc.advertised_address}" if self.grpc is not None else "",
+                 self.store_config.store_path_root_dir, ok, len(self.config.namesrv_addrs))
 
     def _open_store(self) -> None:
         assert self.poster is not None
         self.hold_service = PullHoldService(asyncio.get_running_loop(), self.poster, self._reexecute_pull,
                                             self.config.max_held_pull_requests)
         hold = self.hold_service
+        pull_held = hold.held_topics()
+        pop_polling = self.pop_service.open_polling()
+        pop_held = pop_polling.held_topics()
+
+        def on_dispatch(topic: str, queue_id: int, max_offset: int, tags_code: int) -> None:
+            # one dict lookup per service: most dispatched messages wake nothing
+            if topic in pull_held:
+                hold.on_dispatch(topic, queue_id, max_offset, tags_code)
+            if topic in pop_held:
+                pop_polling.on_dispatch(topic, queue_id, max_offset, tags_code)
+
         store = MessageStore(self.store_config, store_host=(self.config.advertised_host, self.port),
-                             on_dispatch=hold.on_dispatch)
+                             on_dispatch=on_dispatch)
         try:
             store.load()
             store.start()
@@ -228,8 +263,15 @@ class BrokerController:
         await self.registrar.stop()
         await self.fast_failure.stop()
         await self._stop_delivery_services()  # before the store shuts down
+        try:
+            await self.pop_service.stop()  # answers held pops while their connections are open
+        except Exception:
+            log.exception("stopping the pop service failed")
         await cancel_tasks(*self._tasks)
         self._tasks = []
+        await self._stop_grpc()
+        if self.metrics is not None:
+            await self.metrics.stop()
         if self.hold_service is not None:
             self.hold_service.drop_all()
         await self.server.stop()
@@ -246,6 +288,31 @@ class BrokerController:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.stop()
+
+    # -- the gRPC endpoint (mq.daemon.proxy) ------------------------------------------------------------------
+    @property
+    def grpc_port(self) -> int | None:
+        """The bound gRPC port, None without a gRPC endpoint."""
+        return self.grpc.port if self.grpc is not None else None
+
+    async def _start_grpc(self) -> None:
+        if self.config.grpc_server_port < 0:
+            return
+        from mq.daemon.proxy.server import GrpcEndpoint
+
+        endpoint = GrpcEndpoint(self)
+        await endpoint.start()
+        self.grpc = endpoint
+        self.server.registry.foreign_protocol_hint = (
+            f"RocketMQ 5.x gRPC clients connect to this broker's gRPC endpoint {endpoint.advertised_address}")
+
+    async def _stop_grpc(self) -> None:
+        endpoint, self.grpc = self.grpc, None
+        if endpoint is not None:
+            try:
+                await endpoint.stop()
+            except Exception:
+                log.exception("stopping the gRPC endpoint failed")
 
     # -- replication (STORE.md §13) -------------------------------------------------------------------------
     async def _start_ha(self) -> None:
@@ -371,6 +438,7 @@ class BrokerController:
     def _connection_closed(self, conn: Any) -> None:
         if self.hold_service is not None:
             self.hold_service.drop_connection(conn)
+        self.pop_service.connection_closed(conn)
         self.producers.connection_closed(conn)
         groups = self.consumers.connection_closed(conn)
         if groups:
@@ -381,6 +449,8 @@ class BrokerController:
         now = int(time.time() * 1000)
         for group, cid in self.consumers.scan_expired(exp, now) + self.producers.scan_expired(exp, now):
             log.info("client %s of group %s dropped after %d ms of silence", cid, group, exp)
+        if self.grpc is not None:
+            self.grpc.tick()
 
     def _persist_offsets(self) -> None:
         self.offsets.persist()

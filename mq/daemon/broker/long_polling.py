@@ -86,6 +86,11 @@ class PullHoldService:
     def held_count(self) -> int:
         return self._count
 
+    def held_topics(self) -> dict[str, dict[int, list[HeldPull]]]:
+        """The live table of held pulls by topic (read-only for callers: a dispatch to a topic not in it
+        wakes nothing)."""
+        return self._held
+
     def hold(self, conn: Any, cmd: Any, header: Any, matches: Callable[[int], bool] | None,
              timeout_s: float) -> bool:
         if self._count >= self.max_held or getattr(conn, "closed", False):

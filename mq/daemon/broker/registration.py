@@ -10,7 +10,9 @@ each new one. A deletion, and every periodic registration, sends the whole table
 When the broker is not both readable and writable, every topic's perm is narrowed to ``brokerPermission``.
 A name server that cannot be reached is logged and retried on the next period; it never stops the broker.
 
-``haServerAddr`` is ``brokerIP2 (or the advertised host):<HA port actually bound>``. A slave reads ``masterAddr``
+``haServerAddr`` is ``brokerIP2 (or the advertised host):<HA port actually bound>``. A broker serving gRPC
+(``mq.daemon.proxy``) adds ``grpcServerPort`` to the header: mq's name servers put ``grpcAddrs`` in routes for
+the 5.x clients' QueryRoute; a Java name server ignores the extField. A slave reads ``masterAddr``
 and ``haServerAddr`` from each answer and hands them to the controller (``on_master_info``), which points its
 HA client and slave synchronization at them (unless ``haMasterAddress`` is configured).
 """
@@ -82,7 +84,8 @@ class Registrar:
         c = self.c
         body = self._body(topics)
         ext = RegisterBrokerRequestHeader(c.broker_name, c.address, c.cluster, c.ha_address, c.broker_id,
-                                          c.config.compressed_register, zlib.crc32(body) & 0x7FFFFFFF).to_ext()
+                                          c.config.compressed_register, zlib.crc32(body) & 0x7FFFFFFF,
+                                          getattr(c, "grpc_port", None)).to_ext()
         timeout = c.config.register_broker_timeout_mills / 1000.0
         results = await asyncio.gather(*(self._register_one(a, ext, body, timeout) for a in addrs))
         ok = sum(results)

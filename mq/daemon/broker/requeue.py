@@ -13,6 +13,7 @@ import asyncio
 from typing import Any
 
 from mq.common import properties as P
+from mq.common import topic as T
 from mq.common.message import MessageExt, MessageExtBrokerInner
 from mq.common.properties import encode_properties
 from mq.common.record import decode_record
@@ -22,6 +23,11 @@ from mq.store.status import PutMessageResult, PutMessageStatus
 #: Put statuses that mean "stored" (flush/slave timeouts store the message too).
 STORED = frozenset({PutMessageStatus.PUT_OK, PutMessageStatus.FLUSH_DISK_TIMEOUT,
                     PutMessageStatus.FLUSH_SLAVE_TIMEOUT, PutMessageStatus.SLAVE_NOT_AVAILABLE})
+#: Put statuses that the same message gets again however often it is retried (the store refuses the message
+#: itself, not for want of room): a delivery that gets one sets the message aside (RocketMQ 5's timer:
+#: PUT_NO_RETRY).
+REFUSED = frozenset({PutMessageStatus.MESSAGE_ILLEGAL, PutMessageStatus.PROPERTIES_SIZE_EXCEEDED})
+QUEUE_ID_MAX = 0x7FFFFFFF
 
 
 def load(store: Any, phy_offset: int, size: int | None = None) -> MessageExt | None:
@@ -60,6 +66,25 @@ def restore_real(msg: MessageExt, drop: tuple[str, ...] = ()) -> tuple[str, int,
     for name in drop:
         props.pop(name, None)
     return topic, qid, props
+
+
+def real_target(msg: MessageExt, drop: tuple[str, ...] = ()) -> tuple[str, int, dict[str, str]] | str:
+    """``restore_real`` for a delivery (the timer's, the schedule service's), or why the message cannot be
+    delivered: no REAL_TOPIC, a name that is no valid topic, a topic no client may send to (an internal one:
+    the timer or schedule topic, a transaction topic), a REAL_QID that is no queue id. Such a message is set aside
+    by its caller: retrying it would block every message behind it, for ever."""
+    props = msg.properties
+    topic = props.get(P.REAL_TOPIC)
+    if not topic:
+        return "it has no REAL_TOPIC"
+    if not T.is_valid_topic(topic):
+        return f"its REAL_TOPIC {topic[:200]!r} is not a valid topic name"
+    if T.is_not_allowed_send_topic(topic):
+        return f"its REAL_TOPIC {topic} is an internal topic"
+    raw = props.get(P.REAL_QUEUE_ID) or "0"
+    if not (raw.isascii() and raw.isdigit() and len(raw) <= 10) or int(raw) > QUEUE_ID_MAX:
+        return f"its REAL_QID {raw[:40]!r} is not a queue id"
+    return restore_real(msg, drop)  # type: ignore[return-value]
 
 
 async def put_async(store: Any, msg: MessageExtBrokerInner) -> PutMessageResult:

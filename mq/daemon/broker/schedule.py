@@ -10,8 +10,11 @@ queue in order from ``offsetTable[level]``:
   a deliver time beyond now + the level's delay (clock skew) is treated as now;
 - a due unit: the record is read, DELAY removed, topic/queue set back to REAL_TOPIC/REAL_QID (the REAL_*
   properties stay, as in RocketMQ), WAIT=false, tags code recomputed from TAGS, and put. A record that is gone
-  is skipped; a real topic of RMQ_SYS_TRANS_HALF_TOPIC is dropped; a failed put is retried at the same unit
-  after the poll interval. Success -> ``offsetTable[level] = unit + 1``.
+  is skipped. A message that cannot be delivered (no REAL_TOPIC, an invalid or internal one such as
+  RMQ_SYS_TRANS_HALF_TOPIC, a REAL_QID that is no queue id: ``requeue.real_target``; or one the store refuses:
+  ``requeue.REFUSED``) is set aside: counted in ``set_aside``, logged (``LogThrottle``,
+  ``deliveryErrorLogIntervalMs``) and passed over, so it never blocks its level. A put that fails for want of
+  room is retried at the same unit after the poll interval. Success -> ``offsetTable[level] = unit + 1``.
 
 ``offsetTable`` is persisted to ``<root>/config/delayOffset.json`` (``{"offsetTable": {"1": 12, ...}}``) every
 ``flush_delay_offset_interval`` (10 s) and at shutdown. Only a master runs the service.
@@ -27,7 +30,8 @@ from typing import TYPE_CHECKING
 
 from mq.common import properties as P
 from mq.common import topic as T
-from mq.daemon.broker.requeue import STORED, load, put_async, rebuild, restore_real
+from mq.common.log_throttle import LogThrottle
+from mq.daemon.broker.requeue import REFUSED, STORED, load, put_async, real_target, rebuild
 from mq.daemon.runtime import cancel_tasks
 from mq.store.config_files import DelayOffsetFile
 from mq.store.consume_queue import CQ_UNIT, FILLER_SIZE
@@ -54,6 +58,9 @@ class ScheduleMessageService:
         self.file = DelayOffsetFile(Path(controller.store_config.store_path_root_dir))
         self.offsets: dict[int, int] = {}
         self.delivered = 0
+        #: messages that could not be delivered and were passed over
+        self.set_aside = 0
+        self._throttle = LogThrottle(log, controller.config.delivery_error_log_interval_ms / 1000.0)
         self._poll = max(0.005, controller.config.schedule_poll_interval_ms / 1000.0)
         self._tasks: list[asyncio.Task] = []
         self._dirty = False
@@ -93,8 +100,8 @@ class ScheduleMessageService:
             if self._dirty:
                 try:
                     self.persist()
-                except OSError:
-                    log.exception("cannot persist %s", self.file.path)
+                except OSError as exc:
+                    self._throttle.error("persist", "cannot persist %s: %s", self.file.path, exc)
 
     # -- one level -----------------------------------------------------------------------------------------
     async def _level_loop(self, level: int) -> None:
@@ -105,7 +112,8 @@ class ScheduleMessageService:
             except asyncio.CancelledError:
                 raise
             except Exception:
-                log.exception("schedule level %d failed; retrying in %.0f s", level, ERROR_PAUSE)
+                self._throttle.error(("level", level), "schedule level %d failed; retrying in %.0f s", level,
+                                     ERROR_PAUSE, exc_info=True)
                 pause = ERROR_PAUSE
             await asyncio.sleep(pause)
 
@@ -143,27 +151,32 @@ class ScheduleMessageService:
         return 0.0
 
     async def _deliver_one(self, phy: int, size: int) -> bool:
-        """Put the real message back; True when the unit is done (delivered, dropped or gone)."""
+        """Put the real message back; True when the unit is done (delivered, set aside or gone)."""
         store = self.c.store
         msg = load(store, phy, size)
         if msg is None:
-            log.warning("schedule: no message at offset %d; skipped", phy)
+            self._throttle.warning("gone", "schedule: no message at offset %d; skipped", phy)
             return True
-        real = restore_real(msg, drop=(P.DELAY_TIME_LEVEL,))
-        if real is None:
-            log.warning("schedule: message %s has no REAL_TOPIC; dropped", msg.msg_id)
-            return True
-        topic, queue_id, props = real
-        if topic == T.TRANS_HALF_TOPIC:
-            log.warning("schedule: message %s targets the half topic; dropped", msg.msg_id)
-            return True
+        real = real_target(msg, drop=(P.DELAY_TIME_LEVEL,))
+        if real.__class__ is str:
+            return self._set_aside(msg, phy, real)  # type: ignore[arg-type]
+        topic, queue_id, props = real  # type: ignore[misc]
         props[P.WAIT_STORE_MSG_OK] = "false"
         res = await put_async(store, rebuild(msg, topic, queue_id, props))
         if res.status in STORED:
             self.delivered += 1
             return True
-        log.warning("schedule: put of %s to %s failed (%s); retrying", msg.msg_id, topic, res.status.name)
+        if res.status in REFUSED:
+            return self._set_aside(msg, phy, f"the store refuses it: {res.remark or res.status.name}")
+        self._throttle.warning("put-failed", "schedule: put of %s to %s failed (%s); retrying", msg.msg_id, topic,
+                               res.remark or res.status.name)
         return False
+
+    def _set_aside(self, msg, phy: int, why: str) -> bool:
+        self.set_aside += 1
+        self._throttle.warning("set-aside", "schedule: message %s (commit log offset %d) cannot be delivered: %s; "
+                               "set aside (%d so far)", msg.msg_id, phy, why, self.set_aside)
+        return True
 
     def _set(self, level: int, offset: int) -> None:
         self.offsets[level] = offset

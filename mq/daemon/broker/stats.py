@@ -19,7 +19,10 @@ Stats items, keyed as Java keys them::
 
 The hot paths (``on_topic_put`` from the send processor, ``on_group_get`` from the pull processor, both on the
 event-loop thread) only add to the slotted counters of the key's ``StatsItem`` (created on first use); ``on_put``
-/ ``on_get`` (send-back, end of transaction) count broker totals only. Sampling is done by ``tick`` (the
+/ ``on_get`` (send-back, end of transaction) count broker totals only. A topic's item (``TopicPutItem``) also
+counts each send's average record size into RocketMQ 5's ``rocketmq_message_size`` buckets (``SIZE_BOUNDS``), and
+a group's item (``GroupGetItem``) remembers, per queue, the offset its last pull reached (RocketMQ 5's pull
+offset): the Prometheus metrics (``mq.daemon.metrics``) read both, with the counters, when scraped. Sampling is done by ``tick`` (the
 broker's offset-persistence timer calls it every few seconds; the stats requests call it too) and follows
 Java's ``StatsItem`` windows:
 
@@ -118,6 +121,42 @@ class StatsItem:
                              total / times if times > 0 else 0.0, times)
 
 
+#: Upper bounds (bytes, inclusive) of RocketMQ 5's message size buckets: 1 KiB, 4 KiB, 512 KiB, 1, 2, 4 MiB;
+#: a last bucket takes the larger ones.
+SIZE_BOUNDS = (1024, 4096, 512 * 1024, 1024 * 1024, 2 * 1024 * 1024, 4 * 1024 * 1024)
+
+
+def size_bucket(size: int) -> int:
+    """The index of ``size``'s bucket in ``TopicPutItem.size_hist``."""
+    for i, bound in enumerate(SIZE_BOUNDS):
+        if size <= bound:
+            return i
+    return len(SIZE_BOUNDS)
+
+
+class TopicPutItem(StatsItem):
+    """A topic's put counters, plus the sizes of its sends: ``size_hist[i]`` counts sends whose average record
+    (bytes written / messages) fits ``SIZE_BOUNDS[i]`` (the last slot: larger), ``size_sum`` adds those averages."""
+
+    __slots__ = ("size_hist", "size_sum")
+
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.size_hist = [0] * (len(SIZE_BOUNDS) + 1)
+        self.size_sum = 0
+
+
+class GroupGetItem(StatsItem):
+    """A topic@group's get counters, plus ``pulled``: queue id -> the offset the group's last pull that found
+    messages reached (its next begin offset)."""
+
+    __slots__ = ("pulled",)
+
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.pulled: dict[int, int] = {}
+
+
 def _wall_ms() -> int:
     return int(time.time() * 1000)
 
@@ -138,10 +177,10 @@ class BrokerStats:
         self._put_yesterday_morning = 0
         self._get_today_morning = 0
         self._get_yesterday_morning = 0
-        #: topic -> StatsItem (TOPIC_PUT_NUMS / TOPIC_PUT_SIZE)
-        self.topic_put: dict[str, StatsItem] = {}
-        #: topic -> group -> StatsItem (GROUP_GET_NUMS / GROUP_GET_SIZE, key "topic@group")
-        self.group_get: dict[str, dict[str, StatsItem]] = {}
+        #: topic -> TopicPutItem (TOPIC_PUT_NUMS / TOPIC_PUT_SIZE)
+        self.topic_put: dict[str, TopicPutItem] = {}
+        #: topic -> group -> GroupGetItem (GROUP_GET_NUMS / GROUP_GET_SIZE, key "topic@group")
+        self.group_get: dict[str, dict[str, GroupGetItem]] = {}
         #: BROKER_PUT_NUMS / BROKER_GET_NUMS (value only), created with the first message
         self.broker_put: StatsItem | None = None
         self.broker_get: StatsItem | None = None
@@ -154,13 +193,18 @@ class BrokerStats:
         self.msg_put_total += n
         it = self.topic_put.get(topic)
         if it is None:
-            it = self.topic_put[topic] = StatsItem(topic)
+            it = self.topic_put[topic] = TopicPutItem(topic)
         it.times += 1
         it.nums += n
         it.size += size
+        avg = size // n if n > 1 else size
+        it.size_hist[0 if avg <= 1024 else size_bucket(avg)] += 1
+        it.size_sum += avg
 
-    def on_group_get(self, topic: str, group: str, n: int, size: int) -> None:
-        """A PULL of ``group`` found ``n`` messages (``size`` bytes) in ``topic``."""
+    def on_group_get(self, topic: str, group: str, n: int, size: int, queue_id: int = -1,
+                     next_offset: int = -1) -> None:
+        """A PULL of ``group`` found ``n`` messages (``size`` bytes) in ``topic``; with ``queue_id``, the pull
+        reached ``next_offset`` in that queue."""
         self.msg_get_total += n
         groups = self.group_get.get(topic)
         it = groups.get(group) if groups is not None else None
@@ -169,6 +213,8 @@ class BrokerStats:
         it.times += 1
         it.nums += n
         it.size += size
+        if queue_id >= 0:
+            it.pulled[queue_id] = next_offset
 
     def on_put(self, n: int) -> None:
         """Messages stored by other paths (send-back, end of transaction): broker totals only."""
@@ -177,8 +223,8 @@ class BrokerStats:
     def on_get(self, n: int) -> None:
         self.msg_get_total += n
 
-    def _new_get(self, topic: str, group: str) -> StatsItem:
-        it = StatsItem(f"{topic}@{group}")
+    def _new_get(self, topic: str, group: str) -> GroupGetItem:
+        it = GroupGetItem(f"{topic}@{group}")
         self.group_get.setdefault(topic, {})[group] = it
         return it
 

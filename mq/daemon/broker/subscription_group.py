@@ -17,7 +17,9 @@ import logging
 import time
 from pathlib import Path
 
+from mq.common.topic import validate_group
 from mq.config import BrokerConfig
+from mq.errors import InvalidTopicError
 from mq.protocol.bodies import DataVersion, SubscriptionGroupConfig, SubscriptionGroupWrapper
 from mq.store.config_files import SUBSCRIPTION_GROUP_FILE, JsonConfigFile, config_path
 
@@ -27,6 +29,15 @@ log = logging.getLogger(__name__)
 BUILTIN_GROUPS = ("TOOLS_CONSUMER", "FILTERSRV_CONSUMER", "__MONITOR_CONSUMER", "CLIENT_INNER_PRODUCER",
                   "SELF_TEST_P_GROUP", "SELF_TEST_C_GROUP", "CID_ONS-HTTP-PROXY", "CID_ONSAPI_PERMISSION",
                   "CID_ONSAPI_OWNER", "CID_ONSAPI_PULL", "CID_RMQ_SYS_TRANS")
+
+
+def _valid_group(group: str) -> bool:
+    """A group name the broker keeps (its ``%RETRY%`` topic may still be too long to be a topic)."""
+    try:
+        validate_group(group)
+    except InvalidTopicError:
+        return False
+    return True
 
 
 def _now_ms() -> int:
@@ -53,6 +64,10 @@ class SubscriptionGroupManager:
                 for name, cfg in wrapper.subscription_group_table.items():
                     if not cfg.group_name:
                         cfg.group_name = name
+                    if not _valid_group(name) or cfg.group_name != name:
+                        log.warning("subscription group file %s: skipping group %r, which is not a valid group "
+                                    "name", self.file.path, name)
+                        continue
                     self._table[name] = cfg
                 dv = wrapper.data_version
                 self._data_version = DataVersion(timestamp=dv.timestamp or _now_ms(), counter=dv.counter)
@@ -66,7 +81,7 @@ class SubscriptionGroupManager:
 
     def find_or_create(self, group: str) -> SubscriptionGroupConfig | None:
         cfg = self._table.get(group)
-        if cfg is None and self.config.auto_create_subscription_group:
+        if cfg is None and self.config.auto_create_subscription_group and _valid_group(group):
             cfg = SubscriptionGroupConfig(group_name=group)
             log.info("auto-created subscription group %s", group)
             self.put(cfg)

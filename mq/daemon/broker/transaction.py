@@ -40,12 +40,14 @@ from typing import TYPE_CHECKING, Any
 
 from mq.common import properties as P
 from mq.common import topic as T
+from mq.common.log_throttle import LogThrottle
 from mq.common.message import MessageExt, MessageExtBrokerInner
 from mq.common.msg_id import UniqKeyGenerator, create_offset_msg_id
 from mq.common.properties import encode_properties
 from mq.common.record import encode_record
 from mq.daemon.broker.requeue import STORED, load, put_async, rebuild
 from mq.daemon.broker.schedule import is_master
+from mq.daemon.broker.topic_config import TopicConfigNotSaved
 from mq.daemon.runtime import cancel_tasks
 from mq.protocol.codes import RequestCode
 from mq.protocol.command import RemotingCommand
@@ -88,6 +90,7 @@ class TransactionalMessageService:
         #: UNIQ_KEY (else phy offset) of recently resolved half messages -> op queue offset
         self.resolved: OrderedDict[str, int] = OrderedDict()
         self.passes = 0
+        self._throttle = LogThrottle(log, controller.config.delivery_error_log_interval_ms / 1000.0)
 
     # -- lifecycle ---------------------------------------------------------------------------------------
     def start(self) -> None:
@@ -118,7 +121,7 @@ class TransactionalMessageService:
             except asyncio.CancelledError:
                 raise
             except Exception:
-                log.exception("transaction check pass failed")
+                self._throttle.error("pass", "transaction check pass failed", exc_info=True)
 
     # -- op records --------------------------------------------------------------------------------------
     @staticmethod
@@ -132,7 +135,11 @@ class TransactionalMessageService:
     async def write_op(self, half: MessageExt) -> bool:
         """Record that ``half`` is resolved (commit or rollback)."""
         c = self.c
-        c.topic_config.create_system(T.TRANS_OP_HALF_TOPIC, 1, 6)
+        try:
+            c.topic_config.create_system(T.TRANS_OP_HALF_TOPIC, 1, 6)
+        except TopicConfigNotSaved as exc:
+            self._throttle.warning("op-topic", "op record for half offset %d not stored: %s", half.queue_offset, exc)
+            return False
         props = {P.TAGS: OP_TAG, P.WAIT_STORE_MSG_OK: "false", P.UNIQ_CLIENT_MESSAGE_ID_KEYIDX: self._uniq.next()}
         op = MessageExtBrokerInner(
             topic=T.TRANS_OP_HALF_TOPIC, body=str(half.queue_offset).encode(), flag=0, properties=props,
@@ -140,7 +147,8 @@ class TransactionalMessageService:
             born_host=(c.config.advertised_host, c.port), properties_string=encode_properties(props))
         res = await put_async(c.store, op)
         if res.status not in STORED:
-            log.warning("op record for half offset %d not stored: %s", half.queue_offset, res.status.name)
+            self._throttle.warning("op", "op record for half offset %d not stored: %s", half.queue_offset,
+                                   res.remark or res.status.name)
             return False
         self.resolved[self._key(half)] = res.queue_offset
         while len(self.resolved) > RESOLVED_MEMORY:
@@ -248,7 +256,7 @@ class TransactionalMessageService:
 
     async def _discard(self, msg: MessageExt, times: int) -> None:
         c = self.c
-        c.topic_config.create_system(T.TRANS_CHECK_MAX_TIME_TOPIC, 1, 6)
+        c.topic_config.create_system(T.TRANS_CHECK_MAX_TIME_TOPIC, 1, 6)  # TopicConfigNotSaved: next pass
         out = await put_async(c.store, rebuild(msg, T.TRANS_CHECK_MAX_TIME_TOPIC, 0, dict(msg.properties)))
         log.warning("half message %s (producer group %s, real topic %s) discarded after %d checks, born %d: %s",
                     msg.properties.get(P.UNIQ_CLIENT_MESSAGE_ID_KEYIDX), msg.properties.get(P.PRODUCER_GROUP),
@@ -261,14 +269,15 @@ class TransactionalMessageService:
         props[P.TRANSACTION_CHECK_TIMES] = str(times)
         out = await put_async(c.store, rebuild(msg, T.TRANS_HALF_TOPIC, HALF_QUEUE, props))
         if out.status not in STORED:
-            log.warning("half message %s not re-appended for its check: %s", msg.msg_id, out.status.name)
+            self._throttle.warning("recheck", "half message %s not re-appended for its check: %s", msg.msg_id,
+                                   out.remark or out.status.name)
             return False
         phy = out.phy_offsets[0] if out.phy_offsets else out.wrote_offset
         group = props.get(P.PRODUCER_GROUP) or ""
         live = [conn for conn in c.producers.channels(group) if not getattr(conn, "closed", True)]
         if not live:
-            log.warning("no live producer of group %s to check transaction %s", group,
-                        props.get(P.UNIQ_CLIENT_MESSAGE_ID_KEYIDX))
+            self._throttle.warning(("no-producer", group), "no live producer of group %s to check transaction %s",
+                                   group, props.get(P.UNIQ_CLIENT_MESSAGE_ID_KEYIDX))
             return True
         conn = live[next(self._rr) % len(live)]
         uniq = props.get(P.UNIQ_CLIENT_MESSAGE_ID_KEYIDX)

@@ -2,7 +2,9 @@
 
 Every handler is a plain function: the route table lives on the event loop, so each request runs to completion
 before the next starts, and concurrent registrations cannot interleave. Routes are cached encoded, per topic and
-JSON form, until the route table or the KV config changes.
+JSON form, until the route table or the KV config changes. A REGISTER_BROKER whose body is over the server's
+offload threshold (a broker with tens of thousands of topics, or a hostile client) has its body checked and
+decoded in the server's worker thread (``offloaded``); the table is then updated in one step on the loop.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 import logging
 import time
 import zlib
-from typing import Callable
+from typing import Any, Callable
 
 from mq.config import NamesrvConfig
 from mq.daemon.namesrv.kv_config import KVConfig
@@ -21,6 +23,8 @@ from mq.protocol.bodies import (DataVersion, KVTable, RegisterBrokerBody, TopicC
                                 standard_json_for)
 from mq.protocol.codes import RequestCode, ResponseCode
 from mq.protocol.command import RemotingCommand
+from mq.remoting import DEFER
+from mq.remoting.gc_pause import gc_pause
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +39,9 @@ class NamesrvProcessors:
     """Binds the route table and KV config to request codes."""
 
     def __init__(self, config: NamesrvConfig, table: RouteTable, kv: KVConfig,
-                 clock: Callable[[], int] = _now_ms) -> None:
+                 clock: Callable[[], int] = _now_ms, server: Any = None) -> None:
+        #: the RemotingServer (``is_heavy``, ``offload``); None runs every handler inline
+        self.server = server
         self.config = config
         self.table = table
         self.kv = kv
@@ -69,6 +75,10 @@ class NamesrvProcessors:
             R.UPDATE_NAMESRV_CONFIG: self.update_config,
         }
 
+    def offloaded(self) -> dict[int, tuple[Callable, Handler]]:
+        """Codes whose large bodies are decoded off the loop: code -> (async handler, inline handler)."""
+        return {RequestCode.REGISTER_BROKER: (self.register_broker_heavy, self.register_broker)}
+
     # ---------------------------------------------------------------------------------------------
     # routes
     # ---------------------------------------------------------------------------------------------
@@ -94,25 +104,29 @@ class NamesrvProcessors:
             self._route_cache[key] = body
         return cmd.response(ResponseCode.SUCCESS, body=body)
 
-    def register_broker(self, conn: object, cmd: RemotingCommand) -> RemotingCommand:
-        hdr = h.RegisterBrokerRequestHeader.from_ext(cmd.ext_fields)
-        body = bytes(cmd.body or b"")
-        if hdr.body_crc32 and (zlib.crc32(body) & 0x7FFFFFFF) != hdr.body_crc32:
-            log.warning("register broker %s from %s: body crc32 does not match", hdr.broker_name, hdr.broker_addr)
-            return cmd.response(ResponseCode.SYSTEM_ERROR, "crc32 not match")
-        wrapper: TopicConfigSerializeWrapper | None = None
-        filters: list[str] = []
-        if body:
-            if cmd.version >= 37:
-                reg = RegisterBrokerBody.decode(body, compressed=bool(hdr.compressed))
-                wrapper = reg.topic_config_serialize_wrapper
-                filters = list(reg.filter_server_list or [])
+    def register_broker(self, conn: object, cmd: RemotingCommand) -> Any:
+        if self.server is not None and self.server.is_heavy(cmd):
+            return DEFER
+        return self._registered(conn, cmd, _decode_registration(cmd))
+
+    async def register_broker_heavy(self, conn: object, cmd: RemotingCommand) -> RemotingCommand:
+        with gc_pause:
+            return self._registered(conn, cmd, await self.server.offload(_decode_registration, cmd))
+
+    def _registered(self, conn: object, cmd: RemotingCommand, decoded: Any) -> RemotingCommand:
+        if isinstance(decoded, RemotingCommand):  # refused while decoding
+            peer = getattr(conn, "remote_addr", conn)
+            if self.server is not None:
+                self.server.throttle.warning(("register-refused", decoded.remark),
+                                             "register broker from %s refused: %s", peer, decoded.remark)
             else:
-                wrapper = TopicConfigSerializeWrapper.from_json(body)
+                log.warning("register broker from %s refused: %s", peer, decoded.remark)
+            return decoded
+        hdr, wrapper, filters = decoded
         result = self.table.register_broker(
             cluster=hdr.cluster_name, broker_addr=hdr.broker_addr, broker_name=hdr.broker_name,
             broker_id=hdr.broker_id, ha_server_addr=hdr.ha_server_addr, wrapper=wrapper, filter_servers=filters,
-            channel=conn, now_ms=self.clock())
+            channel=conn, now_ms=self.clock(), grpc_port=hdr.grpc_server_port)
         resp_hdr = h.RegisterBrokerResponseHeader(ha_server_addr=result.ha_server_addr or None,
                                                   master_addr=result.master_addr or None)
         order = self.kv.namespace(ORDER_TOPIC_CONFIG_NAMESPACE)
@@ -250,3 +264,22 @@ class NamesrvProcessors:
         self._kv_version += 1
         log.info("name server config updated: %s", changed)
         return cmd.response(ResponseCode.SUCCESS)
+
+
+def _decode_registration(cmd: RemotingCommand) -> Any:
+    """Header, CRC check and body of a REGISTER_BROKER (pure: run in the worker thread for a large body):
+    ``(header, TopicConfigSerializeWrapper | None, filter servers)``, or the refusal to send."""
+    hdr = h.RegisterBrokerRequestHeader.from_ext(cmd.ext_fields)
+    body = bytes(cmd.body or b"")
+    if hdr.body_crc32 and (zlib.crc32(body) & 0x7FFFFFFF) != hdr.body_crc32:
+        return cmd.response(ResponseCode.SYSTEM_ERROR, "crc32 not match")
+    wrapper: TopicConfigSerializeWrapper | None = None
+    filters: list[str] = []
+    if body:
+        if cmd.version >= 37:
+            reg = RegisterBrokerBody.decode(body, compressed=bool(hdr.compressed))
+            wrapper = reg.topic_config_serialize_wrapper
+            filters = list(reg.filter_server_list or [])
+        else:
+            wrapper = TopicConfigSerializeWrapper.from_json(body)
+    return hdr, wrapper, filters

@@ -5,7 +5,9 @@ Tables, as in RocketMQ 4.9:
 - ``topic_queue_table``: topic -> {broker name -> QueueData}
 - ``broker_addr_table``: broker name -> BrokerData (cluster, name, {broker id -> "ip:port"})
 - ``cluster_addr_table``: cluster -> {broker names}
-- ``broker_live_table``: broker address -> BrokerLiveInfo (last update, data version, channel, HA address)
+- ``broker_live_table``: broker address -> BrokerLiveInfo (last update, data version, channel, HA address,
+  gRPC endpoint: a broker's REGISTER_BROKER may carry ``grpcServerPort``, and routes then carry
+  ``grpcAddrs`` {broker address -> gRPC endpoint} in each BrokerData, for the 5.x clients' QueryRoute)
 - ``filter_server_table``: broker address -> [filter server addresses]
 
 Every mutation bumps ``version`` so callers can cache encoded routes. The asyncio name server runs every
@@ -35,6 +37,8 @@ class BrokerLiveInfo:
     data_version: DataVersion
     channel: Hashable | None
     ha_server_addr: str
+    #: ``host:port`` of the broker's gRPC endpoint, "" when it has none (carried in routes as ``grpcAddrs``)
+    grpc_addr: str = ""
 
 
 @dataclass(slots=True)
@@ -57,7 +61,8 @@ class RouteTable:
     # ---------------------------------------------------------------------------------------------
     def register_broker(self, *, cluster: str, broker_addr: str, broker_name: str, broker_id: int,
                         ha_server_addr: str, wrapper: TopicConfigSerializeWrapper | None,
-                        filter_servers: list[str] | None, channel: Hashable | None, now_ms: int) -> RegisterResult:
+                        filter_servers: list[str] | None, channel: Hashable | None, now_ms: int,
+                        grpc_port: int | None = None) -> RegisterResult:
         self.version += 1
         self.cluster_addr_table.setdefault(cluster, set()).add(broker_name)
 
@@ -81,7 +86,9 @@ class RouteTable:
                 for tc in wrapper.topic_config_table.values():
                     self._create_or_update_queue_data(broker_name, tc)
 
-        self.broker_live_table[broker_addr] = BrokerLiveInfo(now_ms, data_version, channel, ha_server_addr)
+        grpc_addr = f"{broker_addr.rpartition(':')[0]}:{grpc_port}" if grpc_port and 0 < grpc_port < 65536 else ""
+        self.broker_live_table[broker_addr] = BrokerLiveInfo(now_ms, data_version, channel, ha_server_addr,
+                                                             grpc_addr)
         if filter_servers:
             self.filter_server_table[broker_addr] = list(filter_servers)
         else:
@@ -187,8 +194,13 @@ class RouteTable:
             bd = self.broker_addr_table.get(name)
             if bd is None:
                 continue
+            grpc = {}
+            for addr in bd.broker_addrs.values():
+                live = self.broker_live_table.get(addr)
+                if live is not None and live.grpc_addr:
+                    grpc[addr] = live.grpc_addr
             broker_datas.append(BrokerData(cluster=bd.cluster, broker_name=bd.broker_name,
-                                           broker_addrs=dict(bd.broker_addrs)))
+                                           broker_addrs=dict(bd.broker_addrs), grpc_addrs=grpc or None))
             for addr in bd.broker_addrs.values():
                 fs = self.filter_server_table.get(addr)
                 if fs:

@@ -25,12 +25,17 @@ class NamesrvServer:
         self.config = config
         self.table = RouteTable()
         self.kv = KVConfig(Path(config.kv_config_path))
-        self.processors = NamesrvProcessors(config, self.table, self.kv)
-        self.server = RemotingServer(config.host, config.listen_port, limits=config.frame_limits, name="namesrv")
+        self.server = RemotingServer(config.host, config.listen_port, limits=config.frame_limits, name="namesrv",
+                                     connection_limits=config.connection_limits)
+        self.processors = NamesrvProcessors(config, self.table, self.kv, server=self.server)
         for code, handler in self.processors.handlers().items():
             self.server.register(code, handler)
+        for code, (heavy, inline) in self.processors.offloaded().items():
+            self.server.register_offloaded(code, heavy, inline)
         self.server.on_connection_closed(self._connection_closed)
         self._scan_task: asyncio.Task | None = None
+        #: the Prometheus endpoint (mq.daemon.metrics) when metricsExporterType is PROM; built in start()
+        self.metrics = None
 
     @property
     def port(self) -> int:
@@ -41,17 +46,28 @@ class NamesrvServer:
         return f"{self.config.host}:{self.port}"
 
     async def start(self) -> None:
+        from mq.daemon.metrics.service import namesrv_metrics
+
         self.kv.load()
+        self.metrics = namesrv_metrics(self)
         try:
             await self.server.start()
         except OSError as exc:
             raise DaemonError(describe_bind_error(exc, self.config.host, self.config.listen_port)) from None
+        if self.metrics is not None:
+            try:
+                await self.metrics.start()
+            except BaseException:
+                await self.server.stop()
+                raise
         self._scan_task = asyncio.get_running_loop().create_task(self._scan_loop())
         log.info("name server listening on %s", self.address)
 
     async def stop(self) -> None:
         await cancel_tasks(self._scan_task)
         self._scan_task = None
+        if self.metrics is not None:
+            await self.metrics.stop()
         await self.server.stop()
         log.info("name server %s stopped", self.address)
 

@@ -31,7 +31,7 @@ def test_broker_daemon_registers_and_stops(env, tmp_path):
     assert ns.returncode == 0, ns.stderr
     try:
         conf = tmp_path / "broker.yaml"
-        conf.write_text("haListenPort: 0\n")  # any free HA port: listenPort + 1 (the default) may be taken
+        conf.write_text("haListenPort: 0\ngrpcServerPort: -1\n")  # listenPort + 1 and 8081 (the defaults) may be taken
         br = mq("broker", "start", "--namesrv", f"127.0.0.1:{ns_port}", "--port", str(br_port), "--store",
                 str(tmp_path / "store"), "--broker-name", "broker-x", "--config", str(conf), "--daemon", env=env)
         assert br.returncode == 0, br.stderr

@@ -18,7 +18,7 @@ from mq.cli.main import cli as mq_cli
 from mq.client.admin import MQAdmin
 from mq.client.consumer import PushConsumer
 from mq.client.hooks import ConsumeStatus
-from mq.client.instance import reset_offset_table
+from mq.client.client_processor import reset_offset_table
 from mq.client.producer import Producer
 from mq.common.message import Message, MessageQueue
 from mq.config import ConsumerConfig, OrderlyConfig, ProducerConfig

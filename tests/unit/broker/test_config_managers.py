@@ -67,3 +67,78 @@ def test_subscription_groups_take_java_defaults_and_round_trip(tmp_path: Path) -
     assert again.get("H") == SubscriptionGroupConfig("H", consume_enable=False)
     assert again.get("G") == g
     assert json.loads(m.file.path.read_text())["subscriptionGroupTable"]["H"]["consumeEnable"] is False
+
+
+def test_names_that_are_no_topic_or_group_are_skipped_at_load(tmp_path: Path) -> None:
+    """Issue 28, defect 1: a name that reaches the store becomes a path; topics.json, subscriptionGroup.json
+    and consumerOffset.json may hold names no broker could have made (edited by hand, or written by an older
+    broker through the timer's back door). They are skipped with a warning."""
+    from mq.daemon.broker.offsets import ConsumerOffsetManager
+
+    cfg = tmp_path / "config"
+    cfg.mkdir()
+    good = {"perm": 6, "readQueueNums": 1, "writeQueueNums": 1}
+    (cfg / "topics.json").write_text(json.dumps({"topicConfigTable": {
+        "Good": dict(good, topicName="Good"), "../../x": dict(good, topicName="../../x"),
+        "Alias": dict(good, topicName="Other")}}))
+    (cfg / "subscriptionGroup.json").write_text(json.dumps({"subscriptionGroupTable": {
+        "G": {"groupName": "G"}, "a/../b": {"groupName": "a/../b"}}}))
+    (cfg / "consumerOffset.json").write_text(json.dumps({"offsetTable": {
+        "Good@G": {"0": 5, "2147483648": 7, "1": -3}, "../x@G": {"0": 1}, "nogroup": {"0": 1}}}))
+    topics = TopicConfigManager(BrokerConfig(), tmp_path)
+    topics.load()
+    assert "Good" in topics.all() and "../../x" not in topics.all() and "Alias" not in topics.all()
+    groups = SubscriptionGroupManager(BrokerConfig(), tmp_path)
+    groups.load()
+    assert "G" in groups.all() and "a/../b" not in groups.all()
+    offsets = ConsumerOffsetManager(tmp_path)
+    offsets.load()
+    assert offsets.table() == {"Good@G": {0: 5}}
+
+
+def test_topics_and_groups_are_made_only_with_valid_names(tmp_path: Path) -> None:
+    import pytest
+
+    from mq.daemon.broker.offsets import ConsumerOffsetManager
+    from mq.errors import InvalidTopicError
+
+    topics = TopicConfigManager(BrokerConfig(), tmp_path)
+    topics.load()
+    with pytest.raises(InvalidTopicError):
+        topics.put(TopicConfig(topic_name="../x"))
+    with pytest.raises(InvalidTopicError):
+        topics.create_system("%RETRY%" + "g" * 121, 1, 6)  # a valid group, but too long for a topic name
+    assert topics.create_in_send("a/b", "TBW102", 4) is None
+    groups = SubscriptionGroupManager(BrokerConfig(), tmp_path)
+    groups.load()
+    assert groups.find_or_create("../g") is None and groups.find_or_create("g") is not None
+    offsets = ConsumerOffsetManager(tmp_path)
+    assert not offsets.commit("c", "G", "T", 2**31, 1)  # Java cannot read such a queue id back
+    assert not offsets.commit("c", "G", "T", 0, -1) and not offsets.commit("c", "G", "../T", 0, 1)
+    assert offsets.commit("c", "G", "T", 0, 1) and offsets.query("G", "T", 0) == 1
+
+
+def test_a_topic_that_cannot_be_saved_is_not_made(tmp_path: Path, monkeypatch) -> None:
+    """Issue 28, defect 6: a topic auto-created on a full disk lived in memory only, and its acknowledged
+    messages' topic was gone after a crash. A topic whose topics.json write fails is not made."""
+    import errno
+
+    import pytest
+
+    from mq.daemon.broker.topic_config import TopicConfigNotSaved
+    from mq.store import config_files
+
+    topics = TopicConfigManager(BrokerConfig(), tmp_path)
+    topics.load()
+    version = topics.data_version.counter
+
+    def full(*_a, **_k):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(config_files, "write_atomically", full)
+    with pytest.raises(TopicConfigNotSaved, match="No space left on device"):
+        topics.create_in_send("New", "TBW102", 4)
+    with pytest.raises(TopicConfigNotSaved):
+        topics.create_system("%RETRY%g", 1, 6)
+    assert topics.get("New") is None and topics.get("%RETRY%g") is None
+    assert topics.data_version.counter == version

@@ -89,17 +89,18 @@ def test_not_an_id(bad):
 def test_progress_rows_sorted_with_diff_and_totals():
     table = {
         MessageQueue("T", "b", 1): OffsetWrapper(10, 4, 1700000000000),
-        MessageQueue("T", "a", 0): OffsetWrapper(5, 5, 1700000000500),
+        MessageQueue("T", "a", 0): OffsetWrapper(5, 5, 1700000000500, 8),  # a pop group: 3 in flight
         MessageQueue("%RETRY%G", "a", 0): OffsetWrapper(0, 0, 0),
     }
     rows = progress_rows(table)
     assert [(r["topic"], r["brokerName"], r["queueId"]) for r in rows] == [
         ("%RETRY%G", "a", 0), ("T", "a", 0), ("T", "b", 1)]
     assert [r["diff"] for r in rows] == [0, 0, 6]
+    assert [r["inflight"] for r in rows] == [0, 3, 0]
     assert progress_totals(rows) == {"queues": 3, "brokerOffset": 15, "consumerOffset": 9, "diff": 6,
-                                     "lastTimestamp": 1700000000500}
+                                     "inflight": 3, "lastTimestamp": 1700000000500}
     assert progress_totals([]) == {"queues": 0, "brokerOffset": 0, "consumerOffset": 0, "diff": 0,
-                                   "lastTimestamp": 0}
+                                   "inflight": 0, "lastTimestamp": 0}
 
 
 def test_runtime_summary_reads_mqadmin_keys():

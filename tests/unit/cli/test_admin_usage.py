@@ -177,11 +177,13 @@ def test_mqadmin_long_names_parse_to_the_same_values():
     ctx = update_sub_group.make_context("updateSubGroup", [
         "--groupName", "G", "--brokerAddr", "h:1", "--consumeEnable", "false", "--consumeBroadcastEnable", "false",
         "--retryQueueNums", "3", "--retryMaxTimes", "7", "--brokerId", "1", "--whichBrokerWhenConsumeSlowly", "2",
-        "--notifyConsumerIdsChanged", "false", "--consumeFromMinEnable", "false"])
+        "--notifyConsumerIdsChanged", "false", "--consumeFromMinEnable", "false", "--consumeMessageOrderly", "true",
+        "--groupRetryPolicy", '{"type":"CUSTOMIZED"}'])
     assert ctx.params == {"group": "G", "cluster": None, "broker": "h:1", "consume_enable": False,
                           "consume_from_min_enable": False, "consume_broadcast_enable": False,
                           "retry_queue_nums": 3, "retry_max_times": 7, "broker_id": 1,
                           "which_broker_when_consume_slowly": 2, "notify_consumer_ids_changed": False,
+                          "consume_message_orderly": True, "group_retry_policy": '{"type":"CUSTOMIZED"}',
                           "json_mode": False}
     with pytest.raises(click.NoSuchOption):
         update_sub_group.make_context("updateSubGroup", ["--group-name", "G"])

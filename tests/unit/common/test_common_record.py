@@ -108,3 +108,14 @@ def test_batch_body_roundtrip_and_layout():
 def test_message_ext_offset_msg_id():
     m = MessageExt("T", store_host=("127.0.0.1", 10911), commit_log_offset=0)
     assert m.offset_msg_id == "7F00000100002A9F0000000000000000"
+
+
+def test_the_sysflag_bits_a_send_keeps():
+    """Issue 28, defect 2: the bits that describe a record's layout are the store's, the transaction type comes
+    from TRAN_MSG; a send keeps compression and the tag filter type only."""
+    from mq.common import sysflag as SF
+
+    assert SF.sent_sys_flag(-1) == SF.COMPRESSED | SF.MULTI_TAGS | SF.COMPRESSION_MASK
+    assert SF.sent_sys_flag(SF.STOREHOST_V6 | SF.BORNHOST_V6 | SF.TRANSACTION_PREPARED_TYPE) == 0
+    assert SF.store_sys_flag(-1) == SF.PRODUCER_BITS
+    assert SF.store_sys_flag(SF.LAYOUT_BITS | SF.TRANSACTION_COMMIT_TYPE) == SF.TRANSACTION_COMMIT_TYPE

@@ -32,7 +32,7 @@ def _requests(plan: list[tuple[int, int, int, int, bool]]) -> list[DispatchReque
         if again and out:
             out.append(out[-1])
             continue
-        topic = ["T", "标签", "%RETRY%g"][t]
+        topic = ["T", "T|2", "%RETRY%g"][t]
         tt = TRANS[tran]
         takes = tt in (SF.TRANSACTION_NOT_TYPE, SF.TRANSACTION_COMMIT_TYPE)
         qoff = next_qoff.get((topic, q), 0) if takes else 0
@@ -84,7 +84,7 @@ class Run:
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(plan=st.lists(st.tuples(st.integers(0, 2), st.integers(0, 2), st.integers(0, 3),
                                st.integers(-(1 << 63), (1 << 63) - 1), st.booleans()), max_size=60),
-       known=st.lists(st.tuples(st.sampled_from(["T", "标签"]), st.integers(0, 2)), max_size=4, unique=True),
+       known=st.lists(st.tuples(st.sampled_from(["T", "T|2"]), st.integers(0, 2)), max_size=4, unique=True),
        chunk=st.integers(1, 16))
 def test_c_and_python_writers_agree(plan, known, chunk):
     requests = _requests(plan)

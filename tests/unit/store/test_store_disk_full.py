@@ -10,6 +10,8 @@ import os
 import time
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from .conftest import inner
 
@@ -324,3 +326,150 @@ def test_a_mapping_refused_for_a_commit_log_segment_is_a_status_naming_vm_max_ma
     assert s.put_message(inner(body=b"c" * 3000)).status is P.PUT_OK
     ok = sum(r.status is P.PUT_OK for r in results)
     assert _bodies(s, "T", 0) == [b"a" * 3000] * 15 + [b"b" * 3000] * ok + [b"c" * 3000]
+
+
+def test_recovery_on_a_full_disk_counts_the_records_waiting_for_their_consume_queue(make_store, disk, tmp_path):
+    """Issue 28, defect 6: after a crash on a full disk, a restart still on it cannot write the consume-queue
+    unit of a record the log holds; that record's queue offset is taken all the same, and the offsets given
+    out after the disk has room again start past it (two records had one offset)."""
+    import shutil
+
+    s = make_store()  # 64 units per consume-queue segment
+    for i in range(64):
+        s.put_message(inner(body=b"%d" % i))
+    disk.full.add(str(tmp_path / "store" / "consumequeue"))
+    assert s.put_message(inner(body=b"64")).status is P.PUT_OK  # in the log; its unit waits
+    crashed = tmp_path / "crashed"
+    shutil.copytree(tmp_path / "store", crashed)  # as kill -9 leaves it: the abort file is there
+    disk.full.add(str(crashed / "consumequeue"))
+    r = make_store(root=crashed)  # restarted on the still full disk
+    assert r.dispatcher.error is not None
+    assert r.commit_log.topic_queue_table[("T", 0)] == 65
+    disk.full.clear()
+    assert r.dispatcher.retry() is True
+    res = r.put_message(inner(body=b"after"))
+    assert res.status is P.PUT_OK and res.queue_offset == 65
+    assert _bodies(r, "T", 0) == [b"%d" % i for i in range(65)] + [b"after"]
+    r.shutdown()
+    from mq.store import tools
+
+    rep = tools.verify_store(crashed)
+    assert rep.ok, rep.problems
+
+
+@pytest.fixture
+def ext4(tmp_path):
+    """A 32 MiB ext4 file system on a loop device (skipped where it cannot be made or mounted)."""
+    import subprocess
+
+    img, mnt = tmp_path / "ext4.img", tmp_path / "ext4"
+    mnt.mkdir()
+    with open(img, "wb") as f:
+        f.truncate(32 << 20)
+    try:
+        if subprocess.run(["mkfs.ext4", "-q", "-F", str(img)], capture_output=True, timeout=60).returncode:
+            pytest.skip("mkfs.ext4 failed")
+        proc = subprocess.run(["mount", "-o", "loop", str(img), str(mnt)], capture_output=True, text=True,
+                              timeout=20)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        pytest.skip(f"cannot mount an ext4 image here: {exc}")
+    if proc.returncode:
+        pytest.skip(f"cannot mount an ext4 image here: {proc.stderr.strip()}")
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], capture_output=True, timeout=20)
+
+
+def _free(path) -> int:
+    st = os.statvfs(path)
+    return st.f_bfree * st.f_frsize  # this process may be root, which may use the blocks ext4 keeps for it
+
+
+def test_a_failed_reservation_gives_back_what_ext4_allocated(ext4):
+    """Issue 28, defect 8: ext4 keeps the blocks a failed fallocate allocated before it ran out, so a refused
+    64 MiB step left the disk at 100 % for every other file. A step that does not fit is halved down to what
+    the write needs, and each failed attempt's blocks are given back."""
+    with open(ext4 / "hog", "wb") as f:
+        f.write(b"\0" * (_free(ext4) - (6 << 20)))  # about 6 MiB left
+    seg = mapped_file.MappedFile(ext4 / "00000000000000000000", 1 << 30, create=True,
+                                 reserve_step=CL_RESERVE_STEP)
+    try:
+        seg.reserve_to(4096)  # 64 MiB does not fit: a smaller step does
+        assert 4096 <= seg.reserved_to < CL_RESERVE_STEP
+        free = _free(ext4)
+        with pytest.raises(OSError) as err:
+            seg.reserve_to(seg.reserved_to + free + (1 << 20))  # a write that cannot fit
+        assert err.value.errno == errno.ENOSPC
+        assert _free(ext4) >= free - 65536, "the failed reservation kept blocks"
+    finally:
+        seg.close()
+
+
+def test_a_reservation_step_halves_down_to_what_the_write_needs(tmp_path, monkeypatch):
+    """Issue 28, defect 8: with less room than a 64 MiB step, the step is halved until it fits, never below what
+    the write needs, and every failed attempt gives back [keep, its end)."""
+    room = 5 << 20
+    attempts, punched = [], []
+
+    def fallocate(fd, offset, length):
+        attempts.append((offset, length))
+        if length > room:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "posix_fallocate", fallocate)
+    monkeypatch.setattr(mapped_file, "punch_hole", lambda fd, off, n: punched.append((off, n)) or True)
+    path = tmp_path / "f"
+    with open(path, "wb") as f:
+        end = mapped_file.reserve_range(f.fileno(), 4096, 4096 + CL_RESERVE_STEP, 1 << 30, path, need=8192,
+                                        keep=6000)
+        assert 8192 <= end <= 4096 + room
+        assert [n for _o, n in attempts] == [64 << 20, 32 << 20, 16 << 20, 8 << 20, 4 << 20]
+        assert punched == [(6000, 4096 + n - 6000) for n in (64 << 20, 32 << 20, 16 << 20, 8 << 20)]
+        attempts.clear()
+        with pytest.raises(OSError):  # the write itself does not fit: refused, nothing kept
+            mapped_file.reserve_range(f.fileno(), 0, 64 << 20, 1 << 30, path, need=room + 1)
+        assert attempts[-1] == (0, room + 1)
+
+
+def test_refused_puts_on_a_full_disk_log_once_per_interval(make_store, disk, tmp_path, caplog):
+    """Issue 28, defect 10: every put refused on a full disk logged an ERROR. The cause is logged once per
+    ``storeErrorLogIntervalMs``, with a count of the ones held back; every caller still gets the reason."""
+    s = make_store()
+    for _ in range(21):  # 3000-byte records: 21 fill a 64 KiB segment
+        assert s.put_message(inner(body=b"a" * 3000)).status is P.PUT_OK
+    disk.full.add(str(tmp_path / "store" / "commitlog"))
+    with caplog.at_level(logging.ERROR, logger="mq.store.commit_log"):
+        results = [s.put_message(inner(body=b"b" * 3000)) for _ in range(50)]
+    assert all(r.status is P.CREATE_MAPPED_FILE_FAILED and "No space left" in r.remark for r in results)
+    assert len([r for r in caplog.records if r.name == "mq.store.commit_log"]) == 1
+    assert sum(s.commit_log._throttle.suppressed(k) for k in ("reserve", "create", "write")) == 49
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(start=st.integers(0, 1 << 30), step=st.integers(1, 64 << 20), need_frac=st.floats(0, 1),
+       room=st.integers(0, 80 << 20))
+def test_a_reservation_takes_few_attempts_and_never_less_than_the_write_needs(tmp_path, start, step, need_frac,
+                                                                              room):
+    end = start + step
+    need = start + int(step * need_frac)
+    attempts = []
+
+    def fallocate(fd, offset, length):
+        attempts.append(offset + length)
+        if length > room:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    real = os.posix_fallocate, mapped_file.punch_hole
+    os.posix_fallocate, mapped_file.punch_hole = fallocate, lambda *a: True
+    try:
+        got = mapped_file.reserve_range(0, start, end, 1 << 31, tmp_path / "f", need=need)
+    except OSError:
+        got = None
+    finally:
+        os.posix_fallocate, mapped_file.punch_hole = real
+    assert len(attempts) <= 16
+    if need - start <= room:
+        assert got is not None and need <= got <= end and got - start <= room
+    else:
+        assert got is None and attempts[-1] == need

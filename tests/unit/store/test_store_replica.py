@@ -623,3 +623,43 @@ def test_whole_units_keeps_a_cut_record_and_refuses_garbage(make_store, tmp_path
     assert whole_units(blank + b"\0" * 92, SEG - 100, SEG) == 100
     with pytest.raises(ValueError, match="does not close"):
         whole_units(BLANK.pack(40, BLANK_MAGIC_CODE), SEG - 100, SEG)
+
+
+def test_a_replicated_record_whose_topic_is_no_name_makes_no_path(make_store, tmp_path):
+    """Issue 28, defect 1 (HA): a record whose topic cannot be a directory ("../../x", written by an older master
+    whose timer delivered there) is copied byte for byte, but the slave makes no consume queue for it, in or out
+    of its store; the records after it are dispatched as usual."""
+    from mq.common.message import MessageExt
+    from mq.common.record import encode_record
+
+    slave = slave_store(make_store, tmp_path / "s")
+    chunk, pos = b"", 0
+    for i, topic in enumerate(["Good", "../../x", "Good", "Good"]):
+        rec = bytearray(encode_record(MessageExt(
+            topic=topic, body=b"m%d" % i, queue_id=0, queue_offset=(0, 0, 1, 2)[i], commit_log_offset=pos,
+            born_host=("10.0.0.1", 1), store_host=("10.0.0.2", 2), store_timestamp=1_700_000_000_000 + i)))
+        if i == 3:  # an IPv6 store-host bit on an IPv4 record, as an older master wrote one: read as it is
+            rec[39] |= SF.STOREHOST_V6
+        chunk += rec
+        pos += len(rec)
+    assert slave.append_replica(0, chunk) == len(chunk)
+    assert slave.dispatcher.unqueued == 1 and slave.dispatcher.error is None
+    assert slave.get_max_offset("Good", 0) == 3
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s"]
+    assert sorted(p.name for p in (tmp_path / "s" / "consumequeue").iterdir()) == ["Good"]
+
+
+def test_a_consume_queue_is_made_only_for_a_valid_name(tmp_path):
+    from mq.errors import InvalidTopicError
+    from mq.store.consume_queue import ConsumeQueue, ConsumeQueueTable
+
+    for topic, qid in (("../x", 0), ("a/b", 0), ("x\n", 0), ("T", -1), ("T", 2**31), ("T", "0")):
+        with pytest.raises(InvalidTopicError):
+            ConsumeQueue(topic, qid, tmp_path / "cq", 2000)
+    root = tmp_path / "cq"
+    (root / "Good" / "0").mkdir(parents=True)
+    (root / "bad name" / "0").mkdir(parents=True)
+    (root / "Good" / "-1").mkdir(parents=True)
+    table = ConsumeQueueTable(root, 2000)
+    table.load()
+    assert {t: sorted(q) for t, q in table.queues.items()} == {"Good": [0]}

@@ -56,3 +56,38 @@ def test_fast_rows_equal_the_reference_decoder_on_arbitrary_records(records, com
     body = zlib.compress(text.encode()) if compress else text.encode()
     item = [("b", 1, 2, 3, body, compress, "10.0.0.1")]
     assert list(rows_from_bodies(item)) == list(rows_from_bodies_slow(item))
+
+
+class _QueueChannel:
+    """Stands for a broker's PULL_MESSAGE: answers the slices of queue offsets [offset, offset + max)."""
+
+    def __init__(self, slices: list[bytes]) -> None:
+        self.slices = slices
+        self.asked: list[tuple[int, int]] = []
+
+    def call(self, cmd):  # type: ignore[no-untyped-def]
+        offset, n = int(cmd.ext_fields["queueOffset"]), int(cmd.ext_fields["maxMsgNums"])
+        self.asked.append((offset, n))
+        end = min(offset + n, len(self.slices))
+        return cmd.response(0, ext_fields={"nextBeginOffset": str(end), "minOffset": "0",
+                                           "maxOffset": str(len(self.slices))},
+                            body=b"".join(self.slices[offset:end]))
+
+
+def test_pull_bodies_narrows_a_broken_record_down_to_itself() -> None:
+    """A record whose framing is broken costs that record only (named as a missing range of one offset),
+    not the rest of the answer it came in."""
+    from mq.common.message import MessageExt
+    from mq.common.record import encode_record
+    from mq.trace.live_reader import Chunk, pull_bodies
+
+    slices = [encode_record(MessageExt(topic="RMQ_SYS_TRACE_TOPIC", body=b"t%d" % i, queue_id=0, queue_offset=i,
+                                       born_host=("10.0.0.1", 1), store_host=("10.0.0.2", 10911)))
+              for i in range(10)]
+    slices[4] = slices[4][:4] + b"\x00\x00\x00\x00" + slices[4][8:]  # its magic is gone
+    ch = _QueueChannel(slices)
+    missing: list[MissingRange] = []
+    got = list(pull_bodies(ch, Chunk("b", "addr", "RMQ_SYS_TRACE_TOPIC", 0, 0, 10), missing))  # type: ignore[arg-type]
+    assert [g[2] for g in got] == [0, 1, 2, 3, 5, 6, 7, 8, 9]
+    assert [(m.start, m.end) for m in missing] == [(4, 5)] and "undecodable record" in missing[0].reason
+    assert ch.asked == [(0, 10), (4, 6), (4, 1), (5, 5)]

@@ -47,10 +47,24 @@ def register_all(controller: "BrokerController") -> None:
 
     controller.reply_processor = ReplyProcessor(controller)
     controller.reply_processor.register(server)
+    # RocketMQ 5 pop: POP_MESSAGE, PEEK_MESSAGE, ACK_MESSAGE, BATCH_ACK_MESSAGE, CHANGE_MESSAGE_INVISIBLETIME
+    from mq.daemon.broker.processors.ack import AckProcessor
+    from mq.daemon.broker.processors.pop import PopProcessor
+
+    controller.pop_processor = PopProcessor(controller)
+    controller.ack_processor = AckProcessor(controller)
+    controller.pop_processor.register(server)
+    controller.ack_processor.register(server)
+    # RocketMQ 5 broker-side load balancing: QUERY_ASSIGNMENT (400), SET_MESSAGE_REQUEST_MODE (401)
+    from mq.daemon.broker.processors.assignment import AssignmentProcessor
+
+    controller.assignment_processor = AssignmentProcessor(controller)
+    controller.assignment_processor.register(server)
     from mq.daemon.broker.processors import admin  # missing is an error
-    from mq.daemon.broker.processors import admin_acl, admin_queues, admin_stats
+    from mq.daemon.broker.processors import admin_acl, admin_metadata, admin_queues, admin_stats
 
     admin.register(controller)
+    admin_metadata.register(controller)
     admin_queues.register(controller)
     admin_stats.register(controller)
     admin_acl.register(controller)

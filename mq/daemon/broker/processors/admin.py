@@ -26,12 +26,14 @@ from typing import TYPE_CHECKING, Any
 from mq.common import topic as T
 from mq.common.fastjson import dumps
 from mq.common.msg_id import decode_offset_msg_id
-from mq.errors import InvalidTopicError, RemotingTimeoutError
+from mq.common.attributes import alter as alter_attributes
+from mq.common.attributes import parse_to_map as parse_attributes
+from mq.errors import InvalidTopicError, RemotingTimeoutError, TopicAttributeError
 from mq.protocol import headers as h
 from mq.protocol.bodies import (ConsumerConnection, ConsumerOffsetSerializeWrapper, ConsumeStats, Connection,
                                 DataVersion, GroupList, KVTable, MessageQueue, OffsetWrapper,
                                 ProducerConnection, ResetOffsetBody, SubscriptionGroupConfig, TopicConfig,
-                                TopicList, TopicOffset, TopicStatsTable)
+                                TopicList, TopicOffset, TopicStatsTable, retry_policy_problem)
 from mq.protocol.codes import LanguageCode, RequestCode, ResponseCode
 from mq.protocol.command import RemotingCommand
 from mq.store.config_files import DelayOffsetFile
@@ -169,10 +171,15 @@ class AdminProcessor:
             return self._error(cmd, SYSTEM_ERROR, "readQueueNums/writeQueueNums must be >= 0 and perm in 0..15")
         if hd.topic_filter_type not in ("SINGLE_TAG", "MULTI_TAG"):
             return self._error(cmd, SYSTEM_ERROR, f"bad topicFilterType {hd.topic_filter_type!r}")
+        old = self.c.topic_config.get(hd.topic)
+        try:  # RocketMQ 5 attributes (+message.type=FIFO): applied to the topic's current ones
+            attrs = alter_attributes(old.attributes if old else None, parse_attributes(hd.attributes), old is None)
+        except TopicAttributeError as exc:
+            return self._error(cmd, SYSTEM_ERROR, str(exc))
         tc = TopicConfig(topic_name=hd.topic, read_queue_nums=hd.read_queue_nums,
                          write_queue_nums=hd.write_queue_nums, perm=hd.perm,
                          topic_filter_type=hd.topic_filter_type, topic_sys_flag=hd.topic_sys_flag or 0,
-                         order=hd.order)
+                         order=hd.order, attributes=attrs or None)
         self.c.topic_config.put(tc)
         log.info("topic %s created/updated by %s: r=%d w=%d perm=%d", hd.topic, conn.remote_addr,
                  tc.read_queue_nums, tc.write_queue_nums, tc.perm)
@@ -226,6 +233,9 @@ class AdminProcessor:
             T.validate_group(cfg.group_name)
         except InvalidTopicError as exc:
             return self._error(cmd, SYSTEM_ERROR, str(exc))
+        bad = retry_policy_problem(cfg.group_retry_policy)
+        if bad:
+            return self._error(cmd, SYSTEM_ERROR, f"groupRetryPolicy: {bad}")
         self.c.subscription_groups.put(cfg)
         log.info("subscription group %s created/updated by %s", cfg.group_name, conn.remote_addr)
         return cmd.response(SUCCESS)
@@ -248,6 +258,7 @@ class AdminProcessor:
         group = hd.consumer_group
         topics = {hd.topic} if hd.topic else self.c.offsets.topics_of_group(group)
         info = self.c.consumers.get(group)
+        inflight = self.c.pop_service.inflight_of(group)
         table = {}
         for topic in sorted(topics):
             tc = self.c.topic_config.get(topic)
@@ -259,7 +270,9 @@ class AdminProcessor:
                 broker_off = max(self.store.get_max_offset(topic, qid), 0)
                 consumer_off = max(self.c.offsets.query(group, topic, qid), 0)
                 last = self._store_ts(topic, qid, consumer_off - 1) if consumer_off > 0 else 0
-                table[MessageQueue(topic, self.c.broker_name, qid)] = OffsetWrapper(broker_off, consumer_off, last)
+                n = inflight.get((topic, qid))
+                table[MessageQueue(topic, self.c.broker_name, qid)] = OffsetWrapper(
+                    broker_off, consumer_off, last, consumer_off + n if n else None)
         return cmd.response(SUCCESS, body=ConsumeStats(table, self._consume_tps(group, topics)).to_json())
 
     def _consume_tps(self, group: str, topics: set[str]) -> float:

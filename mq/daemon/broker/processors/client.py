@@ -3,7 +3,9 @@ QUERY_CONSUMER_OFFSET (14), UPDATE_CONSUMER_OFFSET (15), GET_MAX_OFFSET (30), GE
 SEARCH_OFFSET_BY_TIMESTAMP (29), GET_EARLIEST_MSG_STORETIME (32), CHECK_CLIENT_CONFIG (46). PROTOCOL.md §4.1.5-4.1.7,
 FEATURES.md §5.2, §5.7, §9.1.
 
-All inline (they touch in-memory tables or read mapped memory).
+All inline (they touch in-memory tables or read mapped memory), except a HEART_BEAT whose body is over the
+server's offload threshold: it is decoded, and its subscriptions normalized, in the server's worker thread, and
+registered one consumer group at a time with the event loop free in between.
 
 QUERY_CONSUMER_OFFSET without a committed offset answers 0 when the queue's min offset is <= 0 and its first
 entry is not "on disk" (missing, or its commit-log position is within ``accessMessageInMemoryMaxRatio`` of
@@ -17,6 +19,8 @@ compile -> SUBSCRIPTION_PARSE_FAILED with the compiler's message; else SUCCESS.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import os
 import time
@@ -25,12 +29,16 @@ from typing import TYPE_CHECKING, Any
 from mq.common import topic as T
 from mq.common.fastjson import loads as fastjson_loads
 from mq.common.sql_filter import Sql92SyntaxError
-from mq.daemon.broker.client_manager import ClientChannelInfo
+from mq.daemon.broker.acl_resources import heartbeat_resources
+from mq.daemon.broker.client_manager import ClientChannelInfo, PreparedSubscriptions, prepare_subscriptions
 from mq.daemon.broker.property_filter import SQL92
+from mq.daemon.broker.topic_config import TopicConfigNotSaved
 from mq.protocol import headers as H
-from mq.protocol.bodies import GetConsumerListByGroupResponseBody, HeartbeatData
+from mq.protocol.bodies import ConsumerData, GetConsumerListByGroupResponseBody, HeartbeatData
 from mq.protocol.codes import LanguageCode, RequestCode, ResponseCode
 from mq.protocol.command import RemotingCommand
+from mq.remoting import DEFER
+from mq.remoting.gc_pause import gc_pause
 
 if TYPE_CHECKING:
     from mq.daemon.broker.controller import BrokerController
@@ -60,46 +68,92 @@ class ClientProcessor:
 
     def register(self, server: Any) -> None:
         R = RequestCode
-        for code, fn in ((R.HEART_BEAT, self.heartbeat), (R.UNREGISTER_CLIENT, self.unregister),
+        server.register_offloaded(R.HEART_BEAT, self.heartbeat_heavy, self.heartbeat)
+        server.register_offloaded(R.CHECK_CLIENT_CONFIG, self.check_client_config_heavy, self.check_client_config)
+        for code, fn in ((R.UNREGISTER_CLIENT, self.unregister),
                          (R.GET_CONSUMER_LIST_BY_GROUP, self.consumer_list),
                          (R.QUERY_CONSUMER_OFFSET, self.query_offset), (R.UPDATE_CONSUMER_OFFSET, self.update_offset),
                          (R.GET_MAX_OFFSET, self.max_offset), (R.GET_MIN_OFFSET, self.min_offset),
                          (R.SEARCH_OFFSET_BY_TIMESTAMP, self.search_offset),
-                         (R.GET_EARLIEST_MSG_STORETIME, self.earliest_time),
-                         (R.CHECK_CLIENT_CONFIG, self.check_client_config)):
+                         (R.GET_EARLIEST_MSG_STORETIME, self.earliest_time)):
             server.register(code, fn)
 
     # -- membership --------------------------------------------------------------------------------------
-    def heartbeat(self, conn: Any, cmd: RemotingCommand) -> RemotingCommand:
-        c = self.c
+    def heartbeat(self, conn: Any, cmd: RemotingCommand) -> Any:
+        if self.c.server.is_heavy(cmd):
+            return DEFER
         hb = HeartbeatData.from_json(cmd.body)
         now = int(time.time() * 1000)
-        lang = _language(cmd.language)
         for cd in hb.consumer_data_set:
-            group = cd.group_name
-            if not group:
-                continue
-            sgc = c.subscription_groups.find_or_create(group)
-            notify = c.config.notify_consumer_ids_changed_enable
-            if sgc is not None:
-                notify = notify and sgc.notify_consumer_ids_changed_enable
-                if sgc.retry_queue_nums > 0:
-                    c.topic_config.create_system(T.retry_topic(group), sgc.retry_queue_nums, 6)
-            ch = ClientChannelInfo(conn, hb.client_id, lang, cmd.version, now, conn.remote_addr)
-            c.consumers.register(group, ch, cd.consume_type, cd.message_model, cd.consume_from_where,
-                                 cd.subscription_data_set, notify=notify)
+            self._consumer(conn, cmd, hb.client_id, cd, now)
         for pd in hb.producer_data_set:
-            if pd.group_name:
-                c.producers.register(pd.group_name,
-                                     ClientChannelInfo(conn, hb.client_id, lang, cmd.version, now, conn.remote_addr))
+            self._producer(conn, cmd, hb.client_id, pd.group_name, now)
         return cmd.response(RC.SUCCESS)
 
-    def check_client_config(self, conn: Any, cmd: RemotingCommand) -> RemotingCommand:
+    async def heartbeat_heavy(self, conn: Any, cmd: RemotingCommand) -> RemotingCommand:
+        with gc_pause:
+            hb, prepared = await self.c.server.offload(_decode_heartbeat, cmd.body, self.c.consumers)
+            acl = self.c.acl
+            if acl is not None:  # the ACL filter checked the account and signature; the resources are checked here
+                reason = acl.check(conn.remote_addr, cmd, need=heartbeat_resources(hb))
+                if reason is not None:
+                    return cmd.response(RC.SYSTEM_ERROR, acl.refusal_remark(reason))
+            now = int(time.time() * 1000)
+            for cd, pre in zip(hb.consumer_data_set, prepared):
+                if conn.closed:
+                    break
+                self._consumer(conn, cmd, hb.client_id, cd, now, pre)
+                await asyncio.sleep(0)
+            for i, pd in enumerate(hb.producer_data_set):
+                if conn.closed:
+                    break
+                self._producer(conn, cmd, hb.client_id, pd.group_name, now)
+                if i % 256 == 255:
+                    await asyncio.sleep(0)
+            del hb, prepared
+        return cmd.response(RC.SUCCESS)
+
+    def _consumer(self, conn: Any, cmd: RemotingCommand, client_id: str, cd: ConsumerData, now: int,
+                  prepared: PreparedSubscriptions | None = None) -> None:
+        c = self.c
+        group = cd.group_name
+        if not group:
+            return
+        sgc = c.subscription_groups.find_or_create(group)
+        notify = c.config.notify_consumer_ids_changed_enable
+        if sgc is not None:
+            notify = notify and sgc.notify_consumer_ids_changed_enable
+            if sgc.retry_queue_nums > 0 and T.is_valid_topic(T.retry_topic(group)):
+                with contextlib.suppress(TopicConfigNotSaved):  # made by the next heartbeat, or send-back
+                    c.topic_config.create_system(T.retry_topic(group), sgc.retry_queue_nums, 6)
+        ch = ClientChannelInfo(conn, client_id, _language(cmd.language), cmd.version, now, conn.remote_addr)
+        c.consumers.register(group, ch, cd.consume_type, cd.message_model, cd.consume_from_where,
+                             cd.subscription_data_set, notify=notify, prepared=prepared)
+
+    def _producer(self, conn: Any, cmd: RemotingCommand, client_id: str, group: str, now: int) -> None:
+        if group:
+            self.c.producers.register(group, ClientChannelInfo(conn, client_id, _language(cmd.language),
+                                                               cmd.version, now, conn.remote_addr))
+
+    def check_client_config(self, conn: Any, cmd: RemotingCommand) -> Any:
         """Java ``ClientManageProcessor.checkClientConfig``."""
+        if self.c.server.is_heavy(cmd):
+            return DEFER
         try:
             body = fastjson_loads(cmd.body) if cmd.body else None
         except Exception as exc:  # Java: RemotingCommandException -> SYSTEM_ERROR
             return cmd.response(RC.SYSTEM_ERROR, f"bad CheckClientRequestBody: {exc}")
+        return self._check_client_config(cmd, body)
+
+    async def check_client_config_heavy(self, conn: Any, cmd: RemotingCommand) -> RemotingCommand:
+        with gc_pause:
+            try:
+                body = await self.c.server.offload(fastjson_loads, cmd.body)
+            except Exception as exc:
+                return cmd.response(RC.SYSTEM_ERROR, f"bad CheckClientRequestBody: {exc}")
+            return self._check_client_config(cmd, body)
+
+    def _check_client_config(self, cmd: RemotingCommand, body: Any) -> RemotingCommand:
         sd = body.get("subscriptionData") if isinstance(body, dict) else None
         if not isinstance(sd, dict):
             return cmd.response(RC.SUCCESS)
@@ -190,3 +244,16 @@ class ClientProcessor:
         h = H.GetEarliestMsgStoretimeRequestHeader.from_ext(cmd.ext_fields)
         ts = self.c.store.get_earliest_message_time(h.topic, h.queue_id)
         return cmd.response(RC.SUCCESS, ext_fields=H.GetEarliestMsgStoretimeResponseHeader(ts).to_ext())
+
+
+def _decode_heartbeat(body: bytes, consumers: Any) -> tuple[HeartbeatData, list[PreparedSubscriptions]]:
+    """The pure part of a large heartbeat, run in the server's worker thread: decode it, and prepare each
+    group's subscriptions against what the group has now (only read: the group's tables are replaced, never
+    changed in place, so a snapshot stays consistent; ``register`` checks it is still current)."""
+    hb = HeartbeatData.from_json(body)
+    prepared = []
+    for cd in hb.consumer_data_set:
+        info = consumers.get(cd.group_name)
+        base, filters = (info.subscriptions, info.filters) if info is not None else ({}, {})
+        prepared.append(prepare_subscriptions(cd.subscription_data_set, base, filters))
+    return hb, prepared

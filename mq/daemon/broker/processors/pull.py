@@ -93,9 +93,22 @@ class PullProcessor:
         return self.process(conn, cmd, h, True)
 
     def reexecute(self, req: HeldPull) -> None:
-        resp = self.process(req.conn, req.cmd, req.header, False)
+        if getattr(req.conn, "output_full", False):  # its client has not read what it was sent: no new answer with messages now
+            resp = self._retry_later(req.cmd, req.header)
+        else:
+            resp = self.process(req.conn, req.cmd, req.header, False)
         if resp is not None:
             req.conn.send_response(resp)
+
+    def _retry_later(self, cmd: RemotingCommand, h: PullMessageRequestHeader) -> RemotingCommand:
+        """PULL_RETRY_IMMEDIATELY at the requested offset: the client pulls again, and its new request waits
+        until it has read its earlier answers (the connection's output bound)."""
+        store = self.c.store
+        ext = PullMessageResponseHeader(0, h.queue_offset, store.get_min_offset(h.topic, h.queue_id),
+                                        store.get_max_offset(h.topic, h.queue_id)).to_ext()
+        return RemotingCommand(RC.PULL_RETRY_IMMEDIATELY, opaque=cmd.opaque, flag=1,
+                               remark="the client has not read its earlier answers", ext_fields=ext,
+                               serialize_type=cmd.serialize_type)
 
     def process(self, conn: Any, cmd: RemotingCommand, h: PullMessageRequestHeader,
                 allow_suspend: bool) -> RemotingCommand | None:
@@ -172,7 +185,7 @@ class PullProcessor:
         body = None
         if code == RC.SUCCESS:
             body = r.buffers[0] if len(r.buffers) == 1 else b"".join(r.buffers)
-            c.stats.on_group_get(topic, group, r.message_count, len(body))
+            c.stats.on_group_get(topic, group, r.message_count, len(body), qid, r.next_begin_offset)
         elif code == RC.PULL_NOT_FOUND and allow_suspend and flag & FLAG_SUSPEND:
             ms = h.suspend_timeout_millis if cfg.long_polling_enable else cfg.short_polling_time_mills
             ms = min(max(ms, 0), cfg.broker_suspend_max_time_millis)

@@ -7,6 +7,10 @@ writable queue); topic write permission. ``%RETRY%<group>`` sends are routed to 
 ``reconsumeTimes >= maxReconsumeTimes`` (``handleRetryAndDLQ``); ``TRAN_MSG=true`` messages are stored as half
 messages in RMQ_SYS_TRANS_HALF_TOPIC queue 0 with REAL_TOPIC/REAL_QID; DELAY is handled by the store.
 
+sysFlag: only the bits a producer chooses are kept (``sysflag.sent_sys_flag``: compression, tag filter type);
+the store sets the layout bits (host address families) from what it writes, and TRAN_MSG, not the flag, makes a
+half message. RocketMQ takes the flag as sent, so a client could describe a layout the record does not have.
+
 Properties: the string is stored as sent, except that ``WAIT`` is cut out and ``CLUSTER=<cluster>`` appended
 (what a 4.9.4 broker stores); it is parsed once into a dict for the store's own needs.
 
@@ -40,7 +44,7 @@ from mq.common.message import MessageExtBrokerInner
 from mq.common.properties import decode_properties, encode_properties
 from mq.common.record import iter_batch
 from mq.daemon.broker.flow_control import SEND_GROUP, os_page_cache_busy
-from mq.daemon.broker.topic_config import PERM_WRITE
+from mq.daemon.broker.topic_config import PERM_WRITE, TopicConfigNotSaved
 from mq.daemon.broker.timer.service import TimerMessageService
 from mq.errors import InvalidTopicError, RemoteProtocolError
 from mq.protocol.codes import RequestCode, ResponseCode
@@ -285,6 +289,13 @@ class SendProcessor:
 
     # -- checks ------------------------------------------------------------------------------------------
     def prepare(self, conn: Any, cmd: RemotingCommand, h: Any, batch: bool):
+        """Check one send and build its store inputs: ``(messages, queue id)``, or the error response."""
+        try:
+            return self._prepare(conn, cmd, h, batch)
+        except TopicConfigNotSaved as exc:  # a topic the message needs cannot be made durable: nothing is stored
+            return cmd.response(RC.SERVICE_NOT_AVAILABLE, f"service not available now: {exc}")
+
+    def _prepare(self, conn: Any, cmd: RemotingCommand, h: Any, batch: bool):
         c = self.c
         topic = h.topic
         if self.slave:
@@ -329,7 +340,7 @@ class SendProcessor:
             return self._batch(cmd, h, topic, queue_id, body, born, reconsume)
         props_s = h.properties
         props = decode_properties(props_s)
-        sys_flag = h.sys_flag
+        sys_flag = SF.sent_sys_flag(h.sys_flag)  # the broker decides the layout bits and the transaction type
         if T.is_retry_topic(topic):
             routed = self._retry_or_dlq(cmd, h, topic, reconsume)
             if routed.__class__ is RemotingCommand:
@@ -360,6 +371,10 @@ class SendProcessor:
                reconsume: int):
         if T.is_retry_topic(topic):
             return cmd.response(RC.MESSAGE_ILLEGAL, f"Retry group topic[{topic}] does not support batch message")
+        max_size = self.c.store.config.max_message_size
+        if len(body) > max_size:  # RocketMQ checks the whole batch body against maxMessageSize (checkMessages)
+            return put_status_response(cmd, PutMessageResult(_S.MESSAGE_ILLEGAL, remark=f"the batch body of "
+                                       f"{len(body)} bytes is over maxMessageSize"), max_size)
         try:
             entries = list(iter_batch(body))
         except RemoteProtocolError as exc:
@@ -367,6 +382,7 @@ class SendProcessor:
         if not entries:
             return cmd.response(RC.MESSAGE_ILLEGAL, "the batch holds no message")
         pair = self.cluster_pair
+        sys_flag = SF.sent_sys_flag(h.sys_flag)
         msgs = []
         for flag, mbody, props_s in entries:
             props = decode_properties(props_s)
@@ -376,7 +392,7 @@ class SendProcessor:
                 return cmd.response(RC.MESSAGE_ILLEGAL, "Timed delivery (__STARTDELIVERTIME, TIMER_DELIVER_MS, "
                                     "TIMER_DELAY_SEC) is not supported in a batch; send those messages singly")
             msgs.append(MessageExtBrokerInner(
-                topic=topic, body=mbody, flag=flag, properties=props, queue_id=queue_id, sys_flag=h.sys_flag,
+                topic=topic, body=mbody, flag=flag, properties=props, queue_id=queue_id, sys_flag=sys_flag,
                 born_timestamp=h.born_timestamp, born_host=born, reconsume_times=reconsume,
                 properties_string=rewrite_properties(props_s, pair)))
         return msgs, queue_id

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from mq.common import properties as P
 from mq.common import topic as T
 from mq.daemon.broker.requeue import STORED, load, put_async, rebuild
-from mq.daemon.broker.topic_config import PERM_WRITE
+from mq.daemon.broker.topic_config import PERM_WRITE, TopicConfigNotSaved
 from mq.protocol.codes import RequestCode, ResponseCode
 from mq.protocol.command import RemotingCommand
 from mq.protocol.headers import ConsumerSendMsgBackRequestHeader
@@ -50,6 +50,12 @@ class SendBackProcessor:
         server.register(RequestCode.CONSUMER_SEND_MSG_BACK, self.handle)
 
     async def handle(self, conn: Any, cmd: RemotingCommand) -> RemotingCommand:
+        try:
+            return await self._handle(cmd)
+        except TopicConfigNotSaved as exc:  # the retry or DLQ topic cannot be made durable: nothing is stored
+            return cmd.response(RC.SERVICE_NOT_AVAILABLE, f"service not available now: {exc}")
+
+    async def _handle(self, cmd: RemotingCommand) -> RemotingCommand:
         c = self.c
         h = ConsumerSendMsgBackRequestHeader.from_ext(cmd.ext_fields)
         sgc = c.subscription_groups.find_or_create(h.group)
@@ -61,6 +67,9 @@ class SendBackProcessor:
         if sgc.retry_queue_nums <= 0:
             return cmd.response(RC.SUCCESS)
         retry = T.retry_topic(h.group)
+        if not T.is_valid_topic(retry):  # a group name that makes no topic name
+            return cmd.response(RC.SYSTEM_ERROR, f"the retry topic of group {h.group[:300]!r} is not a valid topic "
+                                "name")
         tc = c.topic_config.create_system(retry, sgc.retry_queue_nums, 6)
         if not tc.perm & PERM_WRITE:
             return cmd.response(RC.NO_PERMISSION, f"the topic[{retry}] sending message is forbidden")

@@ -24,6 +24,13 @@ One task then loops every ``timer_precision_ms``:
 
 Restart resumes from the checkpoint (see ``buckets.py``); a slot being delivered when the broker stopped is
 delivered again (at least once, like RocketMQ). Masters only.
+
+Clients cannot send to the timer topic (``mq.common.topic.NOT_ALLOWED_SEND_TOPICS``): REAL_TOPIC and REAL_QID
+are what ``intercept`` wrote. A message that still cannot be delivered (no REAL_TOPIC, an invalid or internal
+one, a queue id that is none, a message the store refuses: ``requeue.real_target``, ``requeue.REFUSED``) is
+*set aside*: counted in ``set_aside``, logged (``LogThrottle``, ``deliveryErrorLogIntervalMs``) and passed over,
+so it never holds back the messages behind it, before or after a restart. A put that fails for want of room
+(a full disk) is retried, since every later message would fail the same way.
 """
 
 from __future__ import annotations
@@ -36,11 +43,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mq.common import properties as P
+from mq.common import topic as T
+from mq.common.log_throttle import LogThrottle
 from mq.common.message import MessageExtBrokerInner
 from mq.common.properties import decode_properties, encode_properties
-from mq.daemon.broker.requeue import STORED, load, put_async, rebuild, restore_real
+from mq.daemon.broker.requeue import REFUSED, STORED, load, put_async, real_target, rebuild
 from mq.daemon.broker.schedule import is_master
 from mq.daemon.broker.timer.buckets import TimerStore
+from mq.daemon.broker.timer.recall import TIMER_DEL_UNIQKEY, RecallTable, build_marker
+from mq.daemon.broker.topic_config import TopicConfigNotSaved
 from mq.store.consume_queue import CQ_UNIT, FILLER_SIZE
 
 if TYPE_CHECKING:
@@ -48,7 +59,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-TIMER_TOPIC = "rmq_sys_wheel_timer"
+TIMER_TOPIC = T.TIMER_TOPIC
 START_DELIVER_TIME = P.START_DELIVER_TIME  # "__STARTDELIVERTIME"
 TIMER_DELIVER_MS = "TIMER_DELIVER_MS"
 TIMER_DELAY_SEC = "TIMER_DELAY_SEC"
@@ -84,6 +95,11 @@ class TimerMessageService:
                                 precision_ms=self.precision, bucket_span_ms=cfg.timer_bucket_span_sec * 1000)
         self.delivered = 0
         self.rolled = 0
+        #: messages that could not be delivered and were passed over (see the module docstring)
+        self.set_aside = 0
+        self._throttle = LogThrottle(log, cfg.delivery_error_log_interval_ms / 1000.0)
+        self.recalled = 0
+        self.recalls = RecallTable()
         self._task: asyncio.Task | None = None
         self._running = False
 
@@ -130,11 +146,26 @@ class TimerMessageService:
         msg.tags_code = at
         return None
 
+    async def recall(self, topic: str, uniq: str, deliver_ms: int) -> str | None:
+        """Recall the message ``uniq`` of ``topic`` parked until ``deliver_ms`` (``timer/recall.py``); an
+        error text when it cannot be."""
+        if not self._running:
+            return "the timer is not running on this broker"
+        if deliver_ms - int(time.time() * 1000) <= 2 * self.precision:
+            return "the message is being delivered or was delivered already: too late to recall it"
+        marker = build_marker(topic, uniq, deliver_ms, self.precision, TIMER_TOPIC,
+                              (self.c.config.advertised_host, self.c.port), TIMER_OUT_MS)
+        res = await put_async(self.c.store, marker)
+        return None if res.status in STORED else f"the recall could not be stored: {res.status.name}"
+
     # -- lifecycle ---------------------------------------------------------------------------------------------
     def start(self) -> None:
         if not is_master(self.c) or not self.c.config.timer_enable:
             return
-        self.c.topic_config.create_system(TIMER_TOPIC, 1, 6)
+        try:
+            self.c.topic_config.create_system(TIMER_TOPIC, 1, 6)
+        except TopicConfigNotSaved as exc:  # parked messages need only its consume queue; made again next start
+            log.warning("timer topic config not saved: %s", exc)
         self.store.open(int(time.time() * 1000))
         cq = self.c.store.cq_table.find(TIMER_TOPIC, 0, create=False)
         if cq is not None and self.store.enqueue_offset < cq.min_offset:
@@ -174,12 +205,12 @@ class TimerMessageService:
                     self.store.write_checkpoint(self.store.watermark, self.store.checkpoint_offset())
             except asyncio.CancelledError:
                 raise
-            except OSError as exc:  # a full disk, say: one line, not a traceback a second
-                log.error("timer loop: %s; retrying in 1 s", exc)
+            except OSError as exc:  # a full disk, say: one line now and then, not a line a second
+                self._throttle.error("loop-os", "timer loop: %s; retrying in 1 s", exc)
                 await asyncio.sleep(1.0)
                 continue
             except Exception:
-                log.exception("timer loop failed; retrying in 1 s")
+                self._throttle.error("loop", "timer loop failed; retrying in 1 s", exc_info=True)
                 await asyncio.sleep(1.0)
                 continue
             if more:
@@ -228,16 +259,21 @@ class TimerMessageService:
         st.advance(now)
 
     async def _deliver_one(self, phy: int, size: int) -> bool:
+        """Deliver (or roll) the parked message at ``phy``; True when its entry is done: delivered, rolled, gone
+        or set aside. False when the put failed for a cause that may pass (it is retried next turn)."""
         store = self.c.store
         msg = load(store, phy, size)
         if msg is None:
-            log.warning("timer: no message at offset %d; skipped", phy)
+            self._throttle.warning("gone", "timer: no message at offset %d; skipped", phy)
             return True
         try:
             at = int(msg.properties.get(TIMER_OUT_MS) or 0)
         except ValueError:
             at = 0
         now = int(time.time() * 1000)
+        if TIMER_DEL_UNIQKEY in msg.properties:  # a recall marker (timer/recall.py): remember, deliver nothing
+            self.recalls.on_marker(msg.properties)
+            return True
         if at > now + self.precision:  # parked beyond the roll window: renew it in the commit log
             props = dict(msg.properties)
             props[TIMER_ROLL_TIMES] = str(int(props.get(TIMER_ROLL_TIMES) or 0) + 1)
@@ -245,17 +281,34 @@ class TimerMessageService:
             if res.status in STORED:
                 self.rolled += 1
                 return True
-            log.warning("timer: roll of %s failed (%s)", msg.msg_id, res.status.name)
+            if res.status in REFUSED:
+                return self._set_aside(msg, phy, f"the store refuses its roll: {res.remark or res.status.name}")
+            self._throttle.warning("roll-failed", "timer: roll of %s failed (%s); retrying", msg.msg_id,
+                                   res.remark or res.status.name)
             return False
-        real = restore_real(msg)
-        if real is None:
-            log.warning("timer: message %s has no REAL_TOPIC; dropped", msg.msg_id)
+        if self.recalls.recalled(msg.properties, now):
+            self.recalled += 1
+            log.info("timer: message %s of %s recalled; not delivered", msg.properties.get(P.UNIQ_CLIENT_MESSAGE_ID_KEYIDX),
+                     msg.properties.get(P.REAL_TOPIC))
             return True
-        topic, queue_id, props = real
+        real = real_target(msg)
+        if real.__class__ is str:
+            return self._set_aside(msg, phy, real)  # type: ignore[arg-type]
+        topic, queue_id, props = real  # type: ignore[misc]
         props[P.WAIT_STORE_MSG_OK] = "false"
         res = await put_async(store, rebuild(msg, topic, queue_id, props))
         if res.status in STORED:
             self.delivered += 1
             return True
-        log.warning("timer: delivery of %s to %s failed (%s)", msg.msg_id, topic, res.status.name)
+        if res.status in REFUSED:
+            return self._set_aside(msg, phy, f"the store refuses it: {res.remark or res.status.name}")
+        self._throttle.warning("deliver-failed", "timer: delivery of %s to %s failed (%s); retrying", msg.msg_id,
+                               topic, res.remark or res.status.name)
         return False
+
+    def _set_aside(self, msg, phy: int, why: str) -> bool:
+        """Pass over a message that cannot be delivered (it stays in the commit log at ``phy``)."""
+        self.set_aside += 1
+        self._throttle.warning("set-aside", "timer: message %s (commit log offset %d) cannot be delivered: %s; set "
+                               "aside (%d so far)", msg.msg_id, phy, why, self.set_aside)
+        return True

@@ -1,0 +1,118 @@
+"""The HTTP endpoint Prometheus scrapes: prometheus_client's WSGI application, served from a thread.
+
+``prometheus_client.make_wsgi_app`` does the exposition (the Prometheus text format, or OpenMetrics when the
+scraper asks for it, gzip when accepted, ``?name[]=`` filtering); the standard library's WSGI server runs it in
+its own thread, so the event loop never serves HTTP. Unlike ``prometheus_client.start_http_server`` (a thread per
+connection, without bound), the server here bounds what an untrusted peer can hold:
+
+- at most ``MAX_CONCURRENT`` requests are served at once; a connection beyond that is closed at once;
+- a connection that sends nothing for ``REQUEST_TIMEOUT`` seconds is closed (no slow-loris thread pile-up);
+- request lines and headers are read by ``http.server`` with its own limits (64 KiB line, 100 headers).
+
+Answers are not gzipped, even to a scraper that accepts it: prometheus_client compresses at level 9, which for a
+broker with a thousand topics (3 MiB of text) costs more CPU than rendering it, and that CPU is the broker's.
+
+The collectors run in that thread: they read the broker's tables through snapshots (see ``broker.py``).
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import threading
+from socketserver import ThreadingMixIn
+from typing import Any, Iterable
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
+
+from prometheus_client import CollectorRegistry, make_wsgi_app
+
+log = logging.getLogger(__name__)
+
+#: Requests served at once; more connections are closed.
+MAX_CONCURRENT = 8
+#: Seconds a connection may stay silent while its request is read or its answer written.
+REQUEST_TIMEOUT = 10.0
+
+
+class _QuietHandler(WSGIRequestHandler):
+    timeout = REQUEST_TIMEOUT
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
+        log.debug("metrics endpoint %s: " + format, self.client_address[0], *args)
+
+
+class _BoundedServer(ThreadingMixIn, WSGIServer):
+    daemon_threads = True
+    block_on_close = False
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._slots = threading.BoundedSemaphore(MAX_CONCURRENT)
+        super().__init__(*args, **kwargs)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self._slots.acquire(blocking=False):
+            log.debug("metrics endpoint: %d requests in progress, connection from %s closed", MAX_CONCURRENT,
+                      client_address)
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self._slots.release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
+
+
+def _server_class(host: str, port: int) -> type[_BoundedServer]:
+    family = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0][0]
+    return type("MetricsServer", (_BoundedServer,), {"address_family": family})
+
+
+class MetricsEndpoint:
+    """``/metrics`` of ``collectors`` on ``host:port`` (port 0: a free one), served by a daemon thread."""
+
+    def __init__(self, collectors: Iterable[Any], host: str, port: int) -> None:
+        self.registry = CollectorRegistry(auto_describe=False)
+        for collector in collectors:
+            self.registry.register(collector)
+        self.host = host
+        self.requested_port = port
+        self._server: _BoundedServer | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def port(self) -> int:
+        return self._server.server_port if self._server is not None else 0
+
+    @property
+    def url(self) -> str:
+        host = self.host or "0.0.0.0"
+        if ":" in host:
+            host = f"[{host}]"
+        return f"http://{host}:{self.port}/metrics"
+
+    def start(self) -> None:
+        """Bind (OSError when the address is taken) and serve in a thread."""
+        cls = _server_class(self.host, self.requested_port)
+        app = make_wsgi_app(self.registry, disable_compression=True)
+        self._server = make_server(self.host, self.requested_port, app, cls, handler_class=_QuietHandler)
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.2},
+                                        name=f"metrics-http-{self.port}", daemon=True)
+        self._thread.start()
+        log.info("metrics endpoint serving %s", self.url)
+
+    def stop(self) -> None:
+        """Stop serving and close the socket (blocks up to the serve loop's poll interval)."""
+        server, self._server = self._server, None
+        if server is None:
+            return
+        server.shutdown()
+        server.server_close()
+        if self._thread is not None:
+            self._thread.join(5.0)
+            self._thread = None
