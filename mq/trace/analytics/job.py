@@ -26,19 +26,26 @@ import os
 import shutil
 import sys
 import time
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from concurrent.futures import ThreadPoolExecutor, as_completed
+from functools import cache
 from typing import Any
 
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
+from mq.trace.analytics.pyspark_path import prefer_installed_pyspark
 
-from mq.trace.analytics import readers as R
-from mq.trace.analytics import summary as S
-from mq.trace.analytics import transforms as T
-from mq.trace.analytics.schema import COLUMNS, PARTITION_COLUMNS
-from mq.trace.live_reader import MISSING_PREFIX, MissingRange, ReadPlan, cursor_key, parse_missing, plan_read
-from mq.trace.spark_submit import PROGRESS_PREFIX, SMALL_INPUT_BYTES, SMALL_INPUT_MESSAGES
+prefer_installed_pyspark(sys.path)  # before pyspark is imported
+
+from pyspark.sql import DataFrame, SparkSession  # noqa: E402
+from pyspark.sql import functions as F  # noqa: E402
+
+from mq.trace.analytics import readers as R  # noqa: E402
+from mq.trace.analytics import summary as S  # noqa: E402
+from mq.trace.analytics import transforms as T  # noqa: E402
+from mq.trace.analytics.schema import COLUMNS, PARTITION_COLUMNS  # noqa: E402
+from mq.trace.live_reader import (  # noqa: E402
+    MISSING_PREFIX, MissingRange, ReadPlan, cursor_key, parse_missing, plan_read,
+)
+from mq.trace.spark_submit import PROGRESS_PREFIX, SMALL_INPUT_BYTES, SMALL_INPUT_MESSAGES  # noqa: E402
 
 REPORT_VERSION = 2
 #: Columns the analysis reads (the archive has more).
@@ -200,8 +207,11 @@ class _Writer:
         self.outputs: dict[str, str] = {}
         self.csv: dict[str, str] = {}
 
-    def _one(self, name: str, df: DataFrame, empty: bool = False) -> list[dict[str, Any]]:
+    def _one(self, name: str, build: Callable[[], DataFrame], empty: bool = False) -> list[dict[str, Any]]:
+        if empty and not self.write:
+            return []
         self.spark.sparkContext.setJobDescription(f"mq trace analyze: table {name}")  # per thread
+        df = build()
         rows = [] if empty else df.collect()
         if not self.write:
             return [r.asDict(recursive=True) for r in rows]
@@ -214,11 +224,13 @@ class _Writer:
         self.csv[name] = write_csv(os.path.join(self.out, "csv"), name, df.columns, dicts)
         return dicts
 
-    def run(self, tables: dict[str, DataFrame], empty: Collection[str] = ()) -> dict[str, list[dict[str, Any]]]:
-        """Every table's rows; those named in ``empty`` are known to have none and run no Spark job."""
+    def run(self, tables: dict[str, Callable[[], DataFrame]], empty: Collection[str] = ()
+            ) -> dict[str, list[dict[str, Any]]]:
+        """Every table's rows, each table built by its function in a worker thread; those named in ``empty``
+        are known to have none and run no Spark job (nor are they built, unless they are written)."""
         out: dict[str, list[dict[str, Any]]] = {}
         with ThreadPoolExecutor(self.threads, thread_name_prefix="mq-trace-table") as pool:
-            futures = {pool.submit(self._one, name, df, name in empty): name for name, df in tables.items()}
+            futures = {pool.submit(self._one, name, build, name in empty): name for name, build in tables.items()}
             for fut in as_completed(futures):
                 name = futures[fut]
                 out[name] = fut.result()
@@ -293,7 +305,10 @@ def _load(spark: SparkSession, args: argparse.Namespace, lo: int, progress: Prog
         info["_missing"] = plan.missing
         progress("plan", f"messages={plan.messages} chunks={len(plan.chunks)} missing={len(plan.missing)}")
         if plan.messages <= SMALL_INPUT_MESSAGES and spark.sparkContext.master.startswith("local"):
-            loaded = R.read_in_driver(spark, plan, os.path.join(args.out, SCRATCH_DIR, "bodies.json"))
+            bodies = os.path.join(args.out, SCRATCH_DIR, "bodies.json")
+            loaded = R.read_in_driver(spark, plan, bodies)
+            if os.path.getsize(bodies) <= SMALL_INPUT_BYTES:  # decode small input without generated code too
+                _small_sql(spark)
         else:
             loaded = R.read_live(spark, plan)
     elif args.input_format == "raw":
@@ -312,7 +327,9 @@ def _load(spark: SparkSession, args: argparse.Namespace, lo: int, progress: Prog
     # in-memory cache (which also takes longer to build). The window filter is applied when the copy is
     # read, not before it is written: Spark pushes a filter into the projection below it, so filtering the
     # freshly decoded rows would evaluate the decoding expressions (error, timestamp) once more for the
-    # filter; at 5 M live records that made decoding four times as slow (24 s -> 95 s).
+    # filter; at 5 M live records that made decoding four times as slow (24 s -> 95 s). A 100-record report
+    # also took 2 s more CPU from Spark's cache than from the copy: the cache's size is unknown when the
+    # first queries are planned, and the copy's file sizes let Spark broadcast the small sides of joins.
     scratch = os.path.join(args.out, SCRATCH_DIR, "records")
     loaded.select(*ANALYSIS_COLUMNS).write.mode("overwrite").parquet(scratch)
     return spark.read.parquet(scratch).where(keep), info
@@ -372,44 +389,57 @@ def analyze(spark: SparkSession, args: argparse.Namespace, progress: Progress) -
     empty = empty_tables(by_type, p["facts_count"], unpaired.count())
     progress("prepare")
     until, grace, top = args.until_ms, args.grace_ms, args.top
-    lat = {k: T.send_latency(cur, [k], summary=summary) for k in ("topic", "group", "store_host")}
-    lag, cost = T.delivery_lag(facts), T.consume_cost(cur, summary=summary)
-    tables: dict[str, DataFrame] = {
-        "completeness": T.completeness_ledger(pubs, facts, until, grace),
-        "send_latency_by_topic": lat["topic"],
-        "send_latency_by_group": lat["group"],
-        "send_latency_by_store_host": lat["store_host"],
-        "send_latency_series": T.send_latency_series(cur, args.bucket_ms, summary=summary),
+
+    @cache
+    def latency(key: str) -> DataFrame:
+        return T.send_latency(cur, [key], summary=summary)
+
+    @cache
+    def lag() -> DataFrame:
+        return T.delivery_lag(facts)
+
+    @cache
+    def cost() -> DataFrame:
+        return T.consume_cost(cur, summary=summary)
+
+    # Each table is built (its DataFrame analysed) in the thread that runs it, alongside other tables' jobs.
+    tables: dict[str, Callable[[], DataFrame]] = {
+        "completeness": lambda: T.completeness_ledger(pubs, facts, until, grace),
+        "send_latency_by_topic": lambda: latency("topic"),
+        "send_latency_by_group": lambda: latency("group"),
+        "send_latency_by_store_host": lambda: latency("store_host"),
+        "send_latency_series": lambda: T.send_latency_series(cur, args.bucket_ms, summary=summary),
         "delivery_lag": lag,
-        "delivery_lag_series": T.delivery_lag_series(facts),
+        "delivery_lag_series": lambda: T.delivery_lag_series(facts),
         "consume_cost": cost,
-        "context_codes": T.context_codes(cur, summary=summary),
-        "slowest_hosts": T.slowest_hosts(cur, top, summary=summary),
-        "retry_histogram": T.retry_histogram(dels),
-        "top_failed_messages": T.top_failed_messages(dels, top),
-        "top_failed_keys": T.top_failed_keys(cur, top, summary=summary),
-        "stuck_unconsumed": T.stuck_unconsumed(facts, until, grace),
-        "stuck_unfinished": T.stuck_unfinished(cur, until, grace, candidates=unpaired),
-        "duplicates": T.duplicates(dels),
-        "hot_keys": T.hot_keys(pubs, top),
-        "hot_tags": T.hot_tags(pubs, top),
-        "store_host_skew": T.store_host_skew(pubs),
-        "trace_queue_skew": T.trace_queue_skew(cur, summary=summary),
-        "trace_health": T.trace_health(pubs, dels, facts),
-        "clock_skew_hosts": T.clock_skew_hosts(facts),
+        "context_codes": lambda: T.context_codes(cur, summary=summary),
+        "slowest_hosts": lambda: T.slowest_hosts(cur, top, summary=summary),
+        "retry_histogram": lambda: T.retry_histogram(dels),
+        "top_failed_messages": lambda: T.top_failed_messages(dels, top),
+        "top_failed_keys": lambda: T.top_failed_keys(cur, top, summary=summary),
+        "stuck_unconsumed": lambda: T.stuck_unconsumed(facts, until, grace),
+        "stuck_unfinished": lambda: T.stuck_unfinished(cur, until, grace, candidates=unpaired),
+        "duplicates": lambda: T.duplicates(dels),
+        "hot_keys": lambda: T.hot_keys(pubs, top),
+        "hot_tags": lambda: T.hot_tags(pubs, top),
+        "store_host_skew": lambda: T.store_host_skew(pubs),
+        "trace_queue_skew": lambda: T.trace_queue_skew(cur, summary=summary),
+        "trace_health": lambda: T.trace_health(pubs, dels, facts),
+        "clock_skew_hosts": lambda: T.clock_skew_hosts(facts),
     }
     if compare:
         prev = T.in_window(loaded, prev_since, args.since_ms)
         psum = S.previous_window(summary)
         pp = _pipeline(prev, args)
         frames = [
-            T.regressions(lat["topic"], T.send_latency(prev, ["topic"], summary=psum), "send_latency", ["topic"],
-                          ["cost_p99", "failure_rate"]),
-            T.regressions(lag, T.delivery_lag(pp["facts"]), "delivery_lag", ["group"], ["lag_p99", "e2e_p99"]),
-            T.regressions(cost, T.consume_cost(prev, summary=psum), "consume_cost", ["group"],
+            T.regressions(latency("topic"), T.send_latency(prev, ["topic"], summary=psum), "send_latency",
+                          ["topic"], ["cost_p99", "failure_rate"]),
+            T.regressions(lag(), T.delivery_lag(pp["facts"]), "delivery_lag", ["group"], ["lag_p99", "e2e_p99"]),
+            T.regressions(cost(), T.consume_cost(prev, summary=psum), "consume_cost", ["group"],
                           ["cost_p99", "failure_rate"]),
         ]  # fmt: skip
-        tables["regressions"] = T.order_regressions(frames, top)
+        regressions = T.order_regressions(frames, top)
+        tables["regressions"] = lambda: regressions
         progress("prepare_previous")
     w = _Writer(spark, args.out, progress, write=not args.no_tables)
     r = w.run(tables, empty)
@@ -433,12 +463,13 @@ def input_bytes(frame: DataFrame) -> int:
 
 
 def size_to_input(spark: SparkSession, args: argparse.Namespace, frame: DataFrame) -> None:
-    """Shuffle partitions and adaptive execution sized to the input ``frame``, for the settings neither
-    spark-submit nor ``--shuffle-partitions`` gave: a partition per PARTITION_BYTES, at most one per core (at
-    least 2, as ``main`` sets before the size is known); for a small input (SMALL_INPUT_BYTES) one partition
-    and no adaptive execution. Every shuffle of a small report is then a single task, a global sort needs no
-    sampling job, and a query is one Spark job instead of one per stage; measured on the 2-core machine, a
-    100-record report's user CPU fell by 3 s."""
+    """Shuffle partitions, adaptive execution and code generation sized to the input ``frame``, for the
+    settings neither spark-submit nor ``--shuffle-partitions`` gave: a partition per PARTITION_BYTES, at most one
+    per core (at least 2, as ``main`` sets before the size is known). A small input (SMALL_INPUT_BYTES) gets one
+    partition, no adaptive execution and no generated code (SMALL_INPUT_SQL). Every shuffle of a small report
+    is then a single task, a global sort needs no sampling job, and a query is one Spark job instead of one
+    per stage; measured on the 2-core machine, a 100-record report's user CPU fell by 3 s, and by 2 s more
+    without code generation."""
     conf = spark.sparkContext.getConf()
     size = input_bytes(frame)
     small = size <= SMALL_INPUT_BYTES
@@ -446,8 +477,27 @@ def size_to_input(spark: SparkSession, args: argparse.Namespace, frame: DataFram
         cores = max(2, spark.sparkContext.defaultParallelism)
         parts = 1 if small else max(1, min(cores, -(-size // PARTITION_BYTES)))
         spark.conf.set("spark.sql.shuffle.partitions", str(parts))
-    if small and not conf.contains("spark.sql.adaptive.enabled"):
-        spark.conf.set("spark.sql.adaptive.enabled", "false")
+    if small:
+        _small_sql(spark)
+
+
+def _small_sql(spark: SparkSession) -> None:
+    """SMALL_INPUT_SQL, but for the settings spark-submit was given."""
+    conf = spark.sparkContext.getConf()
+    for key, value in SMALL_INPUT_SQL.items():
+        if not conf.contains(key):
+            spark.conf.set(key, value)
+
+
+#: SQL settings of a small input (``size_to_input``) unless spark-submit was given them. A report compiles
+#: every query's generated Java (Janino) and then JIT-compiles the classes, for a few hundred rows each:
+#: Spark's interpreted expressions and operators (the code path its tests check against the generated one)
+#: cost less than that compilation.
+SMALL_INPUT_SQL = {
+    "spark.sql.adaptive.enabled": "false",
+    "spark.sql.codegen.wholeStage": "false",
+    "spark.sql.codegen.factoryMode": "NO_CODEGEN",
+}
 
 
 def _sections(r: dict[str, list[dict[str, Any]]], args: argparse.Namespace, prev_since: int | None
