@@ -26,7 +26,9 @@ from pyspark.sql import functions as F
 
 from mq.trace.analytics.schema import TraceBody, spark_schema
 from mq.trace.analytics.sql_decode import BODY_FIELDS, body_rows, body_schema, decode_bodies, marker_body_row
-from mq.trace.live_reader import Chunk, MissingRange, ReadPlan, missing_marker_row, read_chunk
+from mq.trace.live_reader import (
+    MISSING_PREFIX, Chunk, MissingRange, ReadPlan, missing_marker_row, parse_missing, read_chunk,
+)
 
 CURSOR_FILE = "_mq_cursors.json"
 CURSOR_VERSION = 1
@@ -125,6 +127,27 @@ def with_partitions(records: DataFrame) -> DataFrame:
     """Adds ``date`` (UTC yyyy-MM-dd) and ``hour`` of the event time (timestamp, else trace store time)."""
     t = F.timestamp_millis(F.coalesce(F.col("timestamp"), F.col("trace_store_time"), F.lit(0)))
     return records.withColumn("date", F.date_format(t, "yyyy-MM-dd")).withColumn("hour", F.hour(t))
+
+
+# ------------------------------------------------------------------------------- live plans and gaps
+
+
+def namesrv_list(text: str) -> list[str]:
+    """Name server addresses of a ``;``-separated list."""
+    return [x.strip() for x in text.split(";") if x.strip()]
+
+
+def missing_of(df: DataFrame) -> list[MissingRange]:
+    """The marker rows of a live read, as ranges."""
+    return [parse_missing(r["error"]) for r in df.where(F.col("error").startswith(MISSING_PREFIX)).select("error")
+            .collect()]
+
+
+def plan_json(plan: ReadPlan) -> dict[str, Any]:
+    """A read plan as the report and export.json show it."""
+    return {"topic": plan.topic, "brokers": plan.brokers, "messages": plan.messages, "chunks": len(plan.chunks),
+            "queues": [{"broker": q.broker, "addr": q.addr, "queue_id": q.queue_id, "start": q.start, "end": q.end,
+                        "min_offset": q.min_offset, "max_offset": q.max_offset} for q in plan.queues]}
 
 
 # ------------------------------------------------------------------------------- Hadoop FS text files
