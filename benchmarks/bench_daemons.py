@@ -43,9 +43,11 @@ def percentile(values: list[float], p: float) -> float:
 
 
 @contextmanager
-def daemons(*, broker: bool = True, broker_yaml: str = "") -> Iterator[tuple[str, dict[str, str]]]:
-    """Start `mq namesrv start` (and `mq broker start`) on free ports with a temporary MQ_HOME and store; yield
-    (name server address, environment) and always stop them and remove the MQ_HOME."""
+def daemons(*, broker: bool = True, broker_yaml: str = "", broker_port: int = 0
+            ) -> Iterator[tuple[str, dict[str, str]]]:
+    """Start `mq namesrv start` (and `mq broker start`, on ``broker_port`` when given) on free ports with a
+    temporary MQ_HOME and store; yield (name server address, environment) and always stop them and remove the
+    MQ_HOME."""
     home = tempfile.mkdtemp(prefix="mq-bench-")
     env = dict(os.environ, MQ_HOME=home)
     ns_port = free_port()
@@ -54,10 +56,11 @@ def daemons(*, broker: bool = True, broker_yaml: str = "") -> Iterator[tuple[str
     try:
         wait_port(ns_port)
         if broker:
-            br_port = free_port()
-            argv = [sys.executable, "-m", "mq.cli.main", "broker", "start",
-                    "--grpc-port", "-1", "--namesrv", f"127.0.0.1:{ns_port}",
+            br_port = broker_port or free_port()
+            argv = [sys.executable, "-m", "mq.cli.main", "broker", "start", "--namesrv", f"127.0.0.1:{ns_port}",
                     "--port", str(br_port), "--store", os.path.join(home, "store"), "--log-level", "WARNING"]
+            if "grpcServerPort" not in broker_yaml:  # off unless asked for: another broker may hold 8081
+                argv += ["--grpc-port", "-1"]
             if broker_yaml:
                 conf = os.path.join(home, "broker.yaml")
                 with open(conf, "w") as f:

@@ -1,318 +1,362 @@
-"""RocketMQ 5.x gRPC path against the remoting path: sends/s, received+acked msgs/s and broker CPU per call.
+"""RocketMQ 5.x gRPC path beside the remoting path, on one broker: sends/s, received+acked msgs/s, broker CPU.
 
-    python benchmarks/grpc_bench.py [--seconds 10] [--size 1024] [--connections 4] [--inflight 64]
-                                    [--receivers 16] [--batch 32] [--skip-remoting]
+    python benchmarks/grpc_bench.py [--seconds 5] [--rounds 2] [--connections 4] [--inflight 64]
+                                    [--receivers 16] [--batch 32] [--backlog 100000] [--only grpc|remoting]
 
 Starts `mq namesrv start` and `mq broker start` (ASYNC_FLUSH, a gRPC endpoint on a free port) as their own
-processes, then:
+processes and drives that one broker from this process, in rounds that alternate the two protocols so that
+both see the same machine (it is shared: compare figures of one run). Each round:
 
-1. **5.x sends**: SendMessage calls, one message each (as the 5.x clients send), ``--connections`` HTTP/2
-   connections with ``--inflight`` calls in flight on each;
-2. **5.x receive + ack**: ``--receivers`` loops of ReceiveMessage (``--batch`` messages, long polling) and one
-   AckMessage per message received (as the clients ack), over the backlog the send phase left;
-3. **remoting sends** (``mq bench produce``, 64 in flight) for comparison.
+=========================  ===================================================================================
+grpc send                  SendMessage, one message each (as the 5.x clients send), pre-encoded, distinct ids;
+                           ``--connections`` HTTP/2 connections x ``--inflight`` calls in flight on each
+remoting send              SEND_MESSAGE_V2, pre-encoded frames, 4 connections x 16 in flight
+grpc receive               ReceiveMessage (``--batch`` messages at most, 300 s invisible, no ack) by
+                           ``--receivers`` loops; the receipt handles are kept for the two ack phases
+grpc ack x1                AckMessage with one entry (what the 5.x clients send: one ack per message)
+grpc ack x{batch}          AckMessage with ``--batch`` entries
+grpc receive+ack x1        ReceiveMessage, then one AckMessage per message received
+grpc receive+ack batched   ReceiveMessage, then one AckMessage for all messages received
+remoting pop+ack x1        POP_MESSAGE of 32 + one ACK_MESSAGE per message (``pop_remoting_bench.py``)
+remoting pop+batch ack     POP_MESSAGE of 32 + one BATCH_ACK_MESSAGE per pop
+=========================  ===================================================================================
 
-Each phase prints calls or messages per second and the broker's CPU (user + system, from /proc via psutil)
-per call / message. The load comes from a minimal HTTP/2 client written here (pre-encoded HPACK literal
-headers, upb protobuf), which costs far less CPU per call than a gRPC client library: the official Python
-client reaches about 1-2 k calls/s on this machine, so it would measure itself, not the broker. The machine
-has 2 cores: the generator runs on the other one.
+Each phase line gives calls or messages per second and the broker process's CPU (user + system, from /proc
+through psutil) per call and per message, split into its event-loop thread (where every gRPC handler and the
+grpc.aio machinery run: the one that limits throughput) and its other threads (gRPC's C-core event engine,
+the store's); then this process's own CPU per call: the machine has 2 cores, and the load generator takes
+its share of them. The load comes from a minimal HTTP/2 client (``grpc_h2.py``) and raw remoting frames,
+which cost far less CPU per call than the client libraries. The receive phases read a backlog written over
+remoting before each phase that consumes (``--backlog`` 1 KiB messages; what a phase leaves is read by the
+next). The summary at the end gives each figure's median over the rounds. The broker's revive service reads
+the checkpoint and ack records of every pop about an invisible time after it: in a later round that work from
+an earlier one lands in the window, so consume figures of round 2 on carry it (as a steady state would).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
-import struct
+import statistics
 import subprocess
 import sys
 import time
-import uuid
 from pathlib import Path
 
-ROOT = str(Path(__file__).resolve().parents[1])
+import psutil
+
+HERE = Path(__file__).resolve().parent
+ROOT = str(HERE.parent)
 sys.path.insert(0, ROOT)
+sys.path.insert(0, str(HERE))
 # the daemons this script starts run this checkout's mq, whatever is installed
 os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (ROOT, os.environ.get("PYTHONPATH")) if p)
 
-from benchmarks.bench_daemons import _broker_process, daemons, free_port, wait_port  # noqa: E402
+import pop_remoting_bench as popbench  # noqa: E402
+from bench_daemons import _broker_process, daemons, free_port, wait_port  # noqa: E402
+from broker_send_bench import Counter, prefill, send_frame  # noqa: E402
+from grpc_h2 import SendTemplate, connect, header_block  # noqa: E402
+from machine import CpuWindow  # noqa: E402
+
 from mq.daemon.proxy.proto import messages as pb  # noqa: E402
 
-SERVICE = "/apache.rocketmq.v2.MessagingService/"
-PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+TOPIC = "GrpcBench"
+GROUP = "GrpcBenchGroup"
+QUEUES = 8
+RECV_INVISIBLE_S = 300
 
 
-# -- a minimal gRPC-over-h2c client -------------------------------------------------------------------------------
-def _int(v: int, bits: int, first: int = 0) -> bytes:
-    m = (1 << bits) - 1
-    if v < m:
-        return bytes([first | v])
-    out = [first | m]
-    v -= m
-    while v >= 128:
-        out.append((v & 127) | 128)
-        v >>= 7
-    out.append(v)
-    return bytes(out)
+class Cpu:
+    """CPU seconds of the broker (event-loop thread, other threads) and of this process, between marks."""
+
+    def __init__(self, broker: psutil.Process) -> None:
+        self.broker = broker
+        self.me = psutil.Process()
+
+    def read(self) -> tuple[float, float, float, float]:
+        main = other = 0.0
+        for t in self.broker.threads():
+            if t.id == self.broker.pid:
+                main += t.user_time + t.system_time
+            else:
+                other += t.user_time + t.system_time
+        c = self.me.cpu_times()
+        return main, other, c.user + c.system, time.perf_counter()
 
 
-def _literal(name: bytes, value: bytes, index: int = 0) -> bytes:
-    """A header field as "literal without indexing" (no dynamic table: every request's block is the same)."""
-    head = _int(index, 4) if index else b"\x00" + _int(len(name), 7) + name
-    return head + _int(len(value), 7) + value
+class Phase:
+    """One phase's counters; ``mark()`` at the start and end of the measured window."""
+
+    def __init__(self, cpu: Cpu) -> None:
+        self.cpu = cpu
+        self.calls = self.msgs = self.failed = self.empty = 0
+        self.marks: list[tuple] = []
+
+    def mark(self) -> None:
+        self.marks.append((self.calls, self.msgs) + self.cpu.read())
+
+    def result(self, name: str) -> dict:
+        (c0, m0, bm0, bo0, me0, t0), (c1, m1, bm1, bo1, me1, t1) = self.marks[0], self.marks[-1]
+        dt, calls, msgs = t1 - t0, max(1, c1 - c0), c1 - c0 if m1 == m0 == 0 else m1 - m0
+        r = {"phase": name, "calls_s": (c1 - c0) / dt, "msgs_s": msgs / dt, "broker_cpu_pct": 100 * (
+            bm1 - bm0 + bo1 - bo0) / dt, "main_us_call": 1e6 * (bm1 - bm0) / calls,
+             "other_us_call": 1e6 * (bo1 - bo0) / calls, "client_us_call": 1e6 * (me1 - me0) / calls,
+             "failed": self.failed, "empty": self.empty}
+        r["broker_us_call"] = r["main_us_call"] + r["other_us_call"]
+        r["broker_us_msg"] = 1e6 * (bm1 - bm0 + bo1 - bo0) / max(1, msgs)
+        return r
 
 
-def header_block(method: str, client_id: str) -> bytes:
-    b = b"\x83\x86" + _literal(b"", (SERVICE + method).encode(), 4) + _literal(b"", b"127.0.0.1", 1)
-    b += _literal(b"", b"application/grpc", 31) + _literal(b"te", b"trailers")
-    for k, v in (("x-mq-client-id", client_id), ("x-mq-language", "PYTHON"), ("x-mq-client-version", "5.1.2"),
-                 ("x-mq-protocol", "GRPC_V2"), ("grpc-timeout", "30S")):
-        b += _literal(k.encode(), v.encode())
-    return b
+async def _window(ph: Phase, seconds: float, tasks: list) -> None:
+    await asyncio.sleep(1.0)  # warm-up
+    ph.mark()
+    await asyncio.sleep(seconds)
+    ph.mark()
+    await asyncio.gather(*tasks)
 
 
-def frame(kind: int, flags: int, stream: int, payload: bytes) -> bytes:
-    return struct.pack(">I", len(payload))[1:] + bytes((kind, flags)) + struct.pack(">I", stream) + payload
+# -- gRPC phases -------------------------------------------------------------------------------------------------
+async def grpc_send(port: int, seconds: float, conns: int, inflight: int, cpu: Cpu) -> dict:
+    clients = [await connect(port) for _ in range(conns)]
+    block = header_block("SendMessage", "bench-producer")
+    tpl = SendTemplate(pb, TOPIC, os.urandom(512).hex().encode(), os.urandom(5).hex())
+    ph, stop = Phase(cpu), time.monotonic() + seconds + 1.0
+    ok = pb.Code.OK
+
+    async def loop(client) -> None:
+        while time.monotonic() < stop:
+            msgs = await client.call(block, tpl.next())
+            ph.calls += 1
+            if not msgs or pb.SendMessageResponse.FromString(msgs[0]).status.code != ok:
+                ph.failed += 1
+
+    await _window(ph, seconds, [asyncio.ensure_future(loop(c)) for c in clients for _ in range(inflight)])
+    for c in clients:
+        c.tr.close()
+    return ph.result("grpc send")
 
 
-class H2Client(asyncio.Protocol):
-    """Calls on one connection; ``call`` returns the gRPC messages of the response once the stream ends."""
-
-    def __init__(self) -> None:
-        self.buf = bytearray()
-        self.next_stream = 1
-        self.calls: dict[int, tuple[asyncio.Future, bytearray]] = {}
-        self.ready = asyncio.get_running_loop().create_future()
-
-    def connection_made(self, transport) -> None:
-        self.tr = transport
-        transport.write(PREFACE + frame(4, 0, 0, struct.pack(">HI", 4, 1 << 30)) +
-                        frame(8, 0, 0, struct.pack(">I", 1 << 30)))
-        self.ready.set_result(None)
-
-    def connection_lost(self, exc) -> None:
-        for fut, _ in self.calls.values():
-            if not fut.done():
-                fut.set_result([])
-        self.calls.clear()
-
-    def call(self, block: bytes, message: bytes) -> asyncio.Future:
-        sid = self.next_stream
-        self.next_stream += 2
-        fut = asyncio.get_running_loop().create_future()
-        if self.tr.is_closing():
-            fut.set_result([])
-            return fut
-        self.calls[sid] = (fut, bytearray())
-        self.tr.write(frame(1, 4, sid, block) + frame(0, 1, sid, b"\x00" + struct.pack(">I", len(message)) + message))
-        return fut
-
-    def data_received(self, data: bytes) -> None:
-        b = self.buf
-        b += data
-        pos = 0
-        credit = 0
-        while len(b) - pos >= 9:
-            n = int.from_bytes(b[pos:pos + 3], "big")
-            if len(b) - pos < 9 + n:
-                break
-            kind, flags = b[pos + 3], b[pos + 4]
-            sid = int.from_bytes(b[pos + 5:pos + 9], "big") & 0x7FFFFFFF
-            payload = b[pos + 9:pos + 9 + n]
-            pos += 9 + n
-            if kind == 0:
-                credit += n
-                entry = self.calls.get(sid)
-                if entry is not None:
-                    entry[1].extend(payload)
-            elif kind == 4 and not flags & 1:
-                self.tr.write(frame(4, 1, 0, b""))
-            elif kind == 6 and not flags & 1:
-                self.tr.write(frame(6, 1, 0, bytes(payload)))
-            if kind in (0, 1) and flags & 1 or kind == 3:
-                entry = self.calls.pop(sid, None)
-                if entry is not None and not entry[0].done():
-                    entry[0].set_result(_messages(entry[1]))
-        del b[:pos]
-        if credit:
-            self.tr.write(frame(8, 0, 0, struct.pack(">I", credit)))
+def _receive_request(batch: int, invisible_s: int) -> bytes:
+    return pb.ReceiveMessageRequest(
+        group=pb.Resource(name=GROUP), message_queue=pb.MessageQueue(topic=pb.Resource(name=TOPIC)),
+        filter_expression=pb.FilterExpression(type=pb.FilterType.TAG, expression="*"), batch_size=batch,
+        invisible_duration=pb.Duration(seconds=invisible_s), long_polling_timeout=pb.Duration(seconds=5)
+    ).SerializeToString()
 
 
-def _messages(data: bytearray) -> list[bytes]:
-    out, pos = [], 0
-    while pos + 5 <= len(data):
-        n = struct.unpack_from(">I", data, pos + 1)[0]
-        out.append(bytes(data[pos + 5:pos + 5 + n]))
-        pos += 5 + n
+def _handles(raw: list[bytes]) -> list[tuple[str, str]]:
+    out = []
+    for r in raw:
+        resp = pb.ReceiveMessageResponse.FromString(r)
+        if resp.HasField("message"):
+            sp = resp.message.system_properties
+            out.append((sp.message_id, sp.receipt_handle))
     return out
 
 
-async def connect(port: int) -> H2Client:
-    loop = asyncio.get_running_loop()
-    _, proto = await loop.create_connection(H2Client, "127.0.0.1", port)
-    await proto.ready
-    return proto
-
-
-# -- phases ------------------------------------------------------------------------------------------------------
-def cpu_of(proc) -> float:
-    t = proc.cpu_times()
-    return t.user + t.system
-
-
-async def send_phase(port: int, topic: str, seconds: float, size: int, conns: int, inflight: int, broker) -> dict:
-    clients = [await connect(port) for _ in range(conns)]
-    block = header_block("SendMessage", "bench-producer")
-    body = os.urandom(size // 2).hex().encode()[:size]
-    prefix = uuid.uuid4().hex[:10].upper()
-    counter = iter(range(1 << 62))
-    stats = {"ok": 0, "failed": 0}
-    stop = time.monotonic() + seconds + 1.0
-
-    def request() -> bytes:
-        mid = f"01{prefix}{next(counter):022X}"
-        m = pb.Message(topic=pb.Resource(name=topic), body=body, system_properties=pb.SystemProperties(
-            message_id=mid, tag="TagA", keys=[mid[-8:]], message_type=pb.MessageType.NORMAL))
-        return pb.SendMessageRequest(messages=[m]).SerializeToString()
-
-    async def loop(client: H2Client) -> None:
-        while time.monotonic() < stop:
-            msgs = await client.call(block, request())
-            if msgs and pb.SendMessageResponse.FromString(msgs[0]).status.code == pb.Code.OK:
-                stats["ok"] += 1
-            else:
-                stats["failed"] += 1
-
-    tasks = [asyncio.ensure_future(loop(c)) for c in clients for _ in range(inflight)]
-    await asyncio.sleep(1.0)  # warm-up
-    ok0, cpu0, t0 = stats["ok"], cpu_of(broker), time.perf_counter()
-    await asyncio.sleep(seconds)
-    ok1, cpu1, t1 = stats["ok"], cpu_of(broker), time.perf_counter()
-    await asyncio.gather(*tasks)
-    for c in clients:
-        c.tr.close()
-    n = ok1 - ok0
-    return {"phase": "5.x SendMessage", "per_second": round(n / (t1 - t0)), "broker_cpu_pct": round(
-        100 * (cpu1 - cpu0) / (t1 - t0)), "broker_cpu_us_per_call": round(1e6 * (cpu1 - cpu0) / max(1, n), 1),
-        "failed": stats["failed"], "total_sent": stats["ok"]}
-
-
-async def receive_phase(port: int, topic: str, group: str, seconds: float, receivers: int, batch: int,
-                        broker) -> dict:
-    conns = max(1, min(4, receivers))
-    clients = [await connect(port) for _ in range(conns)]
-    recv_block = header_block("ReceiveMessage", "bench-consumer")
-    ack_block = header_block("AckMessage", "bench-consumer")
-    req = pb.ReceiveMessageRequest(
-        group=pb.Resource(name=group), message_queue=pb.MessageQueue(topic=pb.Resource(name=topic)),
-        filter_expression=pb.FilterExpression(type=pb.FilterType.TAG, expression="*"), batch_size=batch,
-        invisible_duration=pb.Duration(seconds=60), long_polling_timeout=pb.Duration(seconds=5)).SerializeToString()
-    stats = {"acked": 0, "received": 0, "failed": 0, "empty": 0}
-    stop = time.monotonic() + seconds + 1.0
-
-    async def ack(client: H2Client, mid: str, handle: str) -> None:
-        a = pb.AckMessageRequest(group=pb.Resource(name=group), topic=pb.Resource(name=topic))
+def _ack_request(entries: list[tuple[str, str]]) -> bytes:
+    a = pb.AckMessageRequest(group=pb.Resource(name=GROUP), topic=pb.Resource(name=TOPIC))
+    for mid, handle in entries:
         a.entries.add(message_id=mid, receipt_handle=handle)
-        msgs = await client.call(ack_block, a.SerializeToString())
-        if msgs and pb.AckMessageResponse.FromString(msgs[0]).status.code == pb.Code.OK:
-            stats["acked"] += 1
+    return a.SerializeToString()
+
+
+async def grpc_receive(port: int, seconds: float, receivers: int, batch: int, cpu: Cpu,
+                       keep: list | None = None, ack: str = "") -> dict:
+    """ReceiveMessage loops; ``ack`` "" keeps the handles in ``keep``, "x1" acks each message with its own
+    call, "batch" acks all of a receive's messages with one call. Counts received messages (acked ones when
+    acking) and ReceiveMessage calls (plus AckMessage calls when acking)."""
+    clients = [await connect(port) for _ in range(max(1, min(4, receivers)))]
+    recv_block, ack_block = header_block("ReceiveMessage", "bench-consumer"), header_block("AckMessage",
+                                                                                          "bench-consumer")
+    req = _receive_request(batch, RECV_INVISIBLE_S if not ack else 60)
+    ph, stop, ok = Phase(cpu), time.monotonic() + seconds + 1.0, pb.Code.OK
+
+    async def ack_call(client, entries) -> None:
+        msgs = await client.call(ack_block, _ack_request(entries))
+        ph.calls += 1
+        if msgs and pb.AckMessageResponse.FromString(msgs[0]).status.code == ok:
+            ph.msgs += len(entries)
         else:
-            stats["failed"] += 1
+            ph.failed += 1
 
-    async def loop(client: H2Client) -> None:
+    async def loop(client) -> None:
         while time.monotonic() < stop:
-            got = []
-            for raw in await client.call(recv_block, req):
-                r = pb.ReceiveMessageResponse.FromString(raw)
-                if r.HasField("message"):
-                    sp = r.message.system_properties
-                    got.append((sp.message_id, sp.receipt_handle))
+            got = _handles(await client.call(recv_block, req))
+            ph.calls += 1
             if not got:
-                stats["empty"] += 1
+                ph.empty += 1
                 continue
-            stats["received"] += len(got)
-            await asyncio.gather(*(ack(client, mid, h) for mid, h in got))
+            if ack == "x1":
+                await asyncio.gather(*(ack_call(client, [e]) for e in got))
+            elif ack == "batch":
+                await ack_call(client, got)
+            else:
+                ph.msgs += len(got)
+                keep.extend(got)  # type: ignore[union-attr]
 
-    tasks = [asyncio.ensure_future(loop(clients[i % conns])) for i in range(receivers)]
-    await asyncio.sleep(1.0)
-    a0, cpu0, t0 = stats["acked"], cpu_of(broker), time.perf_counter()
-    await asyncio.sleep(seconds)
-    a1, cpu1, t1 = stats["acked"], cpu_of(broker), time.perf_counter()
-    await asyncio.gather(*tasks)
+    await _window(ph, seconds, [asyncio.ensure_future(loop(clients[i % len(clients)])) for i in range(receivers)])
     for c in clients:
         c.tr.close()
-    n = a1 - a0
-    return {"phase": "5.x ReceiveMessage + AckMessage", "per_second": round(n / (t1 - t0)),
-            "broker_cpu_pct": round(100 * (cpu1 - cpu0) / (t1 - t0)),
-            "broker_cpu_us_per_msg": round(1e6 * (cpu1 - cpu0) / max(1, n), 1), "failed": stats["failed"],
-            "empty_receives": stats["empty"]}
+    name = {"": "grpc receive", "x1": "grpc receive+ack x1", "batch": "grpc receive+ack batched"}[ack]
+    return ph.result(name)
 
 
-def remoting_phase(ns: str, env: dict, topic: str, seconds: float, size: int, broker) -> dict:
-    cpu0, t0 = cpu_of(broker), time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "mq.cli.main", "bench", "produce", "-n", ns, "-t", topic, "-s",
-                           str(size), "-w", "64", "-d", str(seconds), "--interval", str(seconds + 10), "--json"],
-                          capture_output=True, text=True, env=env, timeout=seconds + 120)
-    cpu1, t1 = cpu_of(broker), time.perf_counter()
-    summary = {}
-    dec, text, pos = json.JSONDecoder(), proc.stdout, 0
-    while True:  # the last JSON document printed (they may span lines)
-        start = text.find("{", pos)
-        if start < 0:
-            break
-        try:
-            obj, pos = dec.raw_decode(text, start)
-        except ValueError:
-            pos = start + 1
-            continue
-        if isinstance(obj, dict) and "per_second" in obj:
-            summary = obj
-    ok = summary.get("ok", 0)
-    return {"phase": "remoting SEND_MESSAGE_V2 (mq bench produce, 64 in flight)",
-            "per_second": summary.get("per_second"), "broker_cpu_pct": round(100 * (cpu1 - cpu0) / (t1 - t0)),
-            "broker_cpu_us_per_call": round(1e6 * (cpu1 - cpu0) / max(1, ok), 1),
-            "note": "CPU over the whole run, client start-up included"}
+async def grpc_ack(port: int, seconds: float, conns: int, inflight: int, per_call: int, handles: list,
+                   cpu: Cpu) -> dict:
+    """AckMessage calls of ``per_call`` entries each, taking from ``handles`` until they or the time run out
+    (no warm-up: the window is the whole phase)."""
+    clients = [await connect(port) for _ in range(conns)]
+    block = header_block("AckMessage", "bench-consumer")
+    ph, stop, ok = Phase(cpu), time.monotonic() + seconds, pb.Code.OK
+
+    async def loop(client) -> None:
+        while time.monotonic() < stop and handles:
+            entries = [handles.pop() for _ in range(min(per_call, len(handles)))]
+            msgs = await client.call(block, _ack_request(entries))
+            ph.calls += 1
+            if msgs and pb.AckMessageResponse.FromString(msgs[0]).status.code == ok:
+                ph.msgs += len(entries)
+            else:
+                ph.failed += 1
+
+    ph.mark()
+    await asyncio.gather(*(loop(c) for c in clients for _ in range(inflight)))
+    ph.mark()
+    for c in clients:
+        c.tr.close()
+    return ph.result(f"grpc ack x{per_call}")
+
+
+# -- remoting phases ---------------------------------------------------------------------------------------------
+async def remoting_send(port: int, seconds: float, cpu: Cpu) -> dict:
+    loop = asyncio.get_running_loop()
+    frame = send_frame("RemotingBench", 0)
+    protos = [(await loop.create_connection(lambda: Counter(frame, 16), "127.0.0.1", port))[1] for _ in range(4)]
+    ph = Phase(cpu)
+
+    def mark() -> None:
+        ph.calls = sum(p.done for p in protos)
+        ph.mark()
+
+    await asyncio.sleep(1.0)
+    mark()
+    await asyncio.sleep(seconds)
+    mark()
+    for p in protos:
+        p.running = False
+    await asyncio.sleep(0.3)
+    for p in protos:
+        p.t.close()
+    ph.failed = sum(p.errors for p in protos)
+    return ph.result("remoting send")
+
+
+async def remoting_pop(port: int, seconds: float, batch_ack: bool, cpu: Cpu) -> dict:
+    before = cpu.read()
+    r = await popbench.measure(port, 4, seconds, batch_ack, cpu.broker)
+    after = cpu.read()
+    share_main = (after[0] - before[0]) / max(1e-9, after[0] - before[0] + after[1] - before[1])
+    calls = 1e6 * r["cpu_call"]
+    return {"phase": "remoting pop+batch ack" if batch_ack else "remoting pop+ack x1",
+            "calls_s": r["pops"] + r["acks"], "msgs_s": r["msgs"], "broker_cpu_pct": None,
+            "main_us_call": calls * share_main, "other_us_call": calls * (1 - share_main), "broker_us_call": calls,
+            "broker_us_msg": 1e6 * r["cpu_msg"], "client_us_call": None, "failed": r["errors"], "empty": r["empty"],
+            "note": "CPU split between threads over the whole phase (warm-up and drain included)"}
+
+
+# -- output ------------------------------------------------------------------------------------------------------
+def line(r: dict) -> str:
+    def f(key: str, fmt: str = "{:7.1f}") -> str:
+        v = r.get(key)
+        return " " * len(fmt.format(0)) if v is None else fmt.format(v)
+    text = (f"{r['phase']:26s} {f('msgs_s', '{:8,.0f}')} msgs/s {f('calls_s', '{:8,.0f}')} calls/s | broker "
+            f"{f('broker_us_call')} us/call = loop {f('main_us_call')} + other {f('other_us_call')}, "
+            f"{f('broker_us_msg')} us/msg | client {f('client_us_call', '{:5.1f}')} us/call")
+    extra = [f"{k} {r[k]}" for k in ("failed", "empty") if r.get(k)] + ([r["note"]] if r.get("note") else [])
+    return text + (f"  ({'; '.join(extra)})" if extra else "")
+
+
+def summary(results: list[dict]) -> None:
+    print("\nmedian over the rounds:")
+    names = list(dict.fromkeys(r["phase"] for r in results))
+    for name in names:
+        rows = [r for r in results if r["phase"] == name]
+        med = {"phase": name}
+        for k in ("msgs_s", "calls_s", "broker_us_call", "main_us_call", "other_us_call", "broker_us_msg",
+                  "client_us_call"):
+            vals = [r[k] for r in rows if r.get(k) is not None]
+            med[k] = statistics.median(vals) if vals else None
+        print(line(med))
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--seconds", type=float, default=10.0)
-    ap.add_argument("--size", type=int, default=1024)
+    ap.add_argument("--seconds", type=float, default=5.0)
+    ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--connections", type=int, default=4)
     ap.add_argument("--inflight", type=int, default=64)
     ap.add_argument("--receivers", type=int, default=16)
     ap.add_argument("--batch", type=int, default=32)
-    ap.add_argument("--skip-remoting", action="store_true")
-    ap.add_argument("--skip-receive", action="store_true")
+    ap.add_argument("--backlog", type=int, default=100_000, help="messages written before each receive phase")
+    ap.add_argument("--only", choices=("grpc", "remoting"), help="run one protocol's phases only")
     ap.add_argument("--broker-yaml", default="", help="extra broker.yaml lines, e.g. 'messageIndexEnable: false'")
     a = ap.parse_args()
-    grpc_port = free_port()
-    yaml = f"flushDiskType: ASYNC_FLUSH\ngrpcServerPort: {grpc_port}\n{a.broker_yaml.replace(';', chr(10))}\n"
-    with daemons(broker_yaml=yaml) as (ns, env):
-        wait_port(grpc_port)
-        broker = _broker_process(["broker", os.path.join(env["MQ_HOME"], "store")])
-        subprocess.run([sys.executable, "-m", "mq.cli.main", "updateTopic", "-n", ns, "-t", "GrpcBench", "-c",
-                        "DefaultCluster", "-r", "8", "-w", "8"], env=env, capture_output=True, timeout=60)
-        try:
-            import uvloop
+    try:
+        import uvloop
 
-            run = uvloop.run
-        except ImportError:
-            run = asyncio.run
-        results = [run(send_phase(grpc_port, "GrpcBench", a.seconds, a.size, a.connections, a.inflight, broker))]
-        try:
-            if a.skip_receive:
-                raise RuntimeError("skipped")
-            results.append(run(receive_phase(grpc_port, "GrpcBench", "GrpcBenchGroup", a.seconds, a.receivers,
-                                             a.batch, broker)))
-        except Exception as exc:  # a broker without pop consumption
-            results.append({"phase": "5.x ReceiveMessage + AckMessage", "error": f"{type(exc).__name__}: {exc}"})
-        if not a.skip_remoting:
-            results.append(remoting_phase(ns, env, "RemotingBench", a.seconds, a.size, broker))
-    for r in results:
-        print(json.dumps(r))
+        run = uvloop.run
+    except ImportError:
+        run = asyncio.run
+    grpc_port, port = free_port(), free_port()
+    yaml = f"flushDiskType: ASYNC_FLUSH\ngrpcServerPort: {grpc_port}\n{a.broker_yaml.replace(';', chr(10))}\n"
+    results: list[dict] = []
+    with daemons(broker_yaml=yaml, broker_port=port) as (ns, env):
+        wait_port(grpc_port)
+        cpu = Cpu(_broker_process(["broker", os.path.join(env["MQ_HOME"], "store")]))
+        for topic in (TOPIC, popbench.TOPIC):
+            subprocess.run([sys.executable, "-m", "mq.cli.main", "updateTopic", "-n", ns, "-t", topic, "-c",
+                            "DefaultCluster", "-r", str(QUEUES), "-w", str(QUEUES)], env=env, capture_output=True,
+                           timeout=60)
+        print(f"broker pid {cpu.broker.pid}, gRPC :{grpc_port}, remoting :{port}; load average "
+              f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
+        grpc, remoting = a.only != "remoting", a.only != "grpc"
+        for rnd in range(1, a.rounds + 1):
+            with CpuWindow() as w:
+                handles: list = []
+                fill_grpc = lambda: prefill(port, TOPIC, QUEUES, a.backlog // QUEUES)  # noqa: E731
+                fill_pop = lambda: prefill(port, popbench.TOPIC, popbench.QUEUES,  # noqa: E731
+                                           a.backlog // popbench.QUEUES)
+                phases = []  # (prefill before the phase or None, the phase)
+                if grpc:
+                    phases.append((None, lambda: grpc_send(grpc_port, a.seconds, a.connections, a.inflight, cpu)))
+                if remoting:
+                    phases.append((None, lambda: remoting_send(port, a.seconds, cpu)))
+                if grpc:
+                    phases += [
+                        (fill_grpc, lambda: grpc_receive(grpc_port, a.seconds, a.receivers, a.batch, cpu,
+                                                         keep=handles)),
+                        (None, lambda: grpc_ack(grpc_port, a.seconds, a.connections, a.inflight, 1, handles, cpu)),
+                        (None, lambda: grpc_ack(grpc_port, a.seconds, a.connections, max(1, a.inflight // a.batch),
+                                                a.batch, handles, cpu)),
+                        (fill_grpc, lambda: grpc_receive(grpc_port, a.seconds, a.receivers, a.batch, cpu,
+                                                         ack="x1")),
+                        (fill_grpc, lambda: grpc_receive(grpc_port, a.seconds, a.receivers, a.batch, cpu,
+                                                         ack="batch"))]
+                if remoting:
+                    phases += [(fill_pop, lambda: remoting_pop(port, a.seconds, False, cpu)),
+                               (fill_pop, lambda: remoting_pop(port, a.seconds, True, cpu))]
+                print(f"-- round {rnd}", flush=True)
+                for fill, make in phases:
+                    if fill is not None:
+                        run(fill())
+                    r = run(make())
+                    r["round"] = rnd
+                    results.append(r)
+                    print(line(r), flush=True)
+            print(f"   {w.summary()}", flush=True)
+    summary(results)
 
 
 if __name__ == "__main__":

@@ -8,20 +8,28 @@
 
        off        the broker without metrics
        on         the broker with metrics, nobody scraping
-       scraped    the same broker, GET /metrics every second from another thread
+       scraped    the same broker, GET /metrics every second (curl, another process)
 
    so drift of the shared machine spreads over the three. Each line is one round (sends/s and the broker's CPU
-   per send); then the median of each condition and the ratios scraped/on and on/off.
+   per send); then the median of each condition, the ratios scraped/on and on/off of the medians, and the
+   spread of scraped/on taken round by round.
 
 2. Scrape time of a broker with ``--topics`` topics (4 queues, 40 messages each) and ``--groups`` consumer
    groups, each consuming 5 topics (1,000 group-topic pairs for 200 groups): every group pulled 5 messages of
    every queue it consumes and acked 3, so each pair has lag, in-flight and ready messages to compute. It then
-   times ``--scrapes`` GET /metrics (end to end, over loopback), prints the median and the worst, the size of
-   the answer and its number of samples, and the broker's own collection time
-   (``mq_metrics_scrape_duration_seconds``), and the broker process's CPU time during each GET.
+   makes ``--scrapes`` GET /metrics (curl, over loopback), 1.1 s apart so that each computes the lag again: the
+   first (the endpoint has nothing kept yet), then alternately one after nothing changed but the clock and one
+   after a send to every topic (``--no-churn``: only the former). For each kind: the GET's wall time, the broker
+   process's CPU time during it, and the longest round trip of GET_MAX_OFFSET requests sent back to back by
+   another connection during the GET, against as long a window without one: a bound on how long the scrape
+   held the broker's event loop.
 
-    python benchmarks/metrics_bench.py [--rounds 6] [--seconds 4] [--conns 4] [--inflight 16]
-                                       [--topics 1000] [--groups 200] [--scrapes 20] [--only sends|scrape]
+With ``--large``, part 1's broker with metrics first gets part 2's topics and groups, so that every scrape
+during the sends is a scrape of that large broker.
+
+    python benchmarks/metrics_bench.py [--rounds 6] [--seconds 4] [--conns 4] [--inflight 16] [--large]
+                                       [--topics 1000] [--groups 200] [--scrapes 21] [--no-churn]
+                                       [--only sends|scrape]
 """
 
 from __future__ import annotations
@@ -29,6 +37,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -58,7 +67,7 @@ from mq.protocol.command import RemotingCommand  # noqa: E402
 def start_broker(workdir: Path, metrics_port: int | None) -> tuple[subprocess.Popen, int]:
     workdir.mkdir(parents=True, exist_ok=True)
     port = free_port()
-    conf = ["flushDiskType: ASYNC_FLUSH", "mappedFileSizeCommitLog: 268435456", "haListenPort: 0"]
+    conf = ["flushDiskType: ASYNC_FLUSH", "mappedFileSizeCommitLog: 268435456", "haListenPort: 0", "grpcServerPort: -1"]
     if metrics_port is not None:
         conf += ["metricsExporterType: PROM", f"metricsPromExporterPort: {metrics_port}"]
     (workdir / "broker.yaml").write_text("\n".join(conf) + "\n")
@@ -90,9 +99,14 @@ class Scraper(threading.Thread):
         self.durations: list[float] = []
 
     def run(self) -> None:
+        curl = shutil.which("curl")  # in its own process: reading the answer takes none of this one's CPU
         while not self.stop_event.is_set():
             t0 = time.monotonic()
-            self.durations.append(get(self.url)[0])
+            if curl:
+                subprocess.run([curl, "-sf", "-o", os.devnull, self.url], check=True)
+                self.durations.append(time.monotonic() - t0)
+            else:
+                self.durations.append(get(self.url)[0])
             self.stop_event.wait(max(0.0, self.interval - (time.monotonic() - t0)))
 
 
@@ -105,6 +119,11 @@ def bench_sends(args: argparse.Namespace) -> None:
     url = f"http://127.0.0.1:{mport}/metrics"
     try:
         frame = send_frame("MetricsBenchT", 0)
+        if args.large:
+            t0 = time.perf_counter()
+            asyncio.run(populate(on_port, args.topics, args.groups, 5))
+            print(f"the broker with metrics holds {args.topics} topics and {args.groups} groups (populated in "
+                  f"{time.perf_counter() - t0:.0f} s)", flush=True)
         for port in (off_port, on_port):  # auto-create the topic, warm the store
             asyncio.run(measure_sends(port, frame, 1, 16, 1.0))
         procs = {off_port: psutil.Process(off_proc.pid), on_port: psutil.Process(on_proc.pid)}
@@ -138,11 +157,15 @@ def bench_sends(args: argparse.Namespace) -> None:
             print(f"median {name:8s} {med[name]:10,.0f} sends/s  broker CPU {med_cpu[name] * 1e6:6.1f} us/send")
         print(f"scraped / on  (a scrape every second): throughput {med['scraped'] / med['on']:.2%}, "
               f"CPU per send {med_cpu['scraped'] / med_cpu['on']:.2%}")
+        pair = sorted(x / y for x, y in zip(rates["scraped"], rates["on"]))
+        print(f"scraped / on, round by round: median {statistics.median(pair):.2%}, from {pair[0]:.2%} to "
+              f"{pair[-1]:.2%} over {len(pair)} rounds")
         print(f"on / off      (metrics on, not scraped): throughput {med['on'] / med['off']:.2%}, "
               f"CPU per send {med_cpu['on'] / med_cpu['off']:.2%}")
         if scrapes:
             print(f"scrapes during the load: {len(scrapes)}, median {statistics.median(scrapes) * 1e3:.1f} ms, "
                   f"worst {max(scrapes) * 1e3:.1f} ms")
+        print(f"the machine during the rounds: {whole.short()}")
         # what one scrape costs the broker, measured with the broker idle: its CPU time over 50 scrapes (and
         # pauses) minus its CPU time over the same pauses without scrapes (the clock ticks are 10 ms)
         ps = procs[on_port]
@@ -210,6 +233,72 @@ async def populate(port: int, topics: int, groups: int, per_group: int) -> None:
         await client.close()
 
 
+async def churn(port: int, topics: int) -> None:
+    """One send to every topic: every topic's in-counters and size histogram and every pair's lag move."""
+    from mq.remoting import RemotingClient
+
+    client = RemotingClient(name="bench-churn")
+    sem = asyncio.Semaphore(64)
+
+    async def one(t: int) -> None:
+        topic = f"ScrapeTopic{t:04d}"
+        async with sem:
+            await client.invoke(f"127.0.0.1:{port}", RemotingCommand.request(
+                RequestCode.SEND_MESSAGE_V2, H.SendMessageRequestHeaderV2(
+                    producer_group="BenchPG", topic=topic, default_topic="TBW102", default_topic_queue_nums=4,
+                    queue_id=t % 4, sys_flag=0, born_timestamp=int(time.time() * 1000), flag=0,
+                    properties="").to_ext(), b"y" * 200), 30)
+
+    try:
+        await asyncio.gather(*(one(t) for t in range(topics)))
+    finally:
+        await client.close()
+
+
+async def scrape_probed(url: str, port: int) -> tuple[float, float, float, bytes]:
+    """GET ``url`` (curl, in its own process, when installed) while one connection sends GET_MAX_OFFSET requests
+    to the broker, one every millisecond or so: (GET seconds, longest round trip during the GET, longest round
+    trip in as long a window just after, with no GET), and the body. The round trips bound the broker's
+    event-loop stalls."""
+    from mq.remoting import RemotingClient
+
+    client = RemotingClient(name="bench-probe")
+    addr = f"127.0.0.1:{port}"
+    cmd = H.GetMaxOffsetRequestHeader(topic="ScrapeTopic0000", queue_id=0)
+
+    async def probe(stop: asyncio.Event) -> float:
+        worst = 0.0
+        while not stop.is_set():
+            t0 = time.perf_counter()
+            await client.invoke(addr, RemotingCommand.request(RequestCode.GET_MAX_OFFSET, cmd.to_ext()), 30)
+            worst = max(worst, time.perf_counter() - t0)
+            await asyncio.sleep(0.001)  # light enough not to take the broker's CPU from the scrape
+        return worst
+
+    async def fetch() -> tuple[float, bytes]:
+        if shutil.which("curl"):
+            t0 = time.perf_counter()
+            proc = await asyncio.create_subprocess_exec("curl", "-sf", url, stdout=subprocess.PIPE)
+            body, _ = await proc.communicate()
+            return time.perf_counter() - t0, body
+        return await asyncio.to_thread(get, url)
+
+    try:
+        stop = asyncio.Event()
+        task = asyncio.ensure_future(probe(stop))
+        seconds, body = await fetch()
+        stop.set()
+        during = await task
+        stop = asyncio.Event()
+        task = asyncio.ensure_future(probe(stop))
+        await asyncio.sleep(min(seconds, 1.0))
+        stop.set()
+        before = await task
+    finally:
+        await client.close()
+    return seconds, during, before, body
+
+
 def bench_scrape(args: argparse.Namespace) -> None:
     from prometheus_client.parser import text_string_to_metric_families
 
@@ -223,28 +312,50 @@ def bench_scrape(args: argparse.Namespace) -> None:
         print(f"populated {args.topics} topics x 4 queues, {args.groups} groups x 5 topics in "
               f"{time.perf_counter() - t0:.1f} s", flush=True)
         time.sleep(1.0)
-        durations, cpus, body = [], [], b""
         ps = psutil.Process(proc.pid)
+        # per kind of scrape: (GET s, broker CPU s during the GET, longest round trip during, and without a GET,
+        # the broker's own wall and CPU time of the scrape, read from the next scrape's answer)
+        rows: dict[str, list[tuple[float, ...]]] = {"first": [], "idle": [], "churn": []}
+        body, previous = b"", None
         with CpuWindow() as w:
-            for _ in range(args.scrapes):
-                c0 = sum(ps.cpu_times()[:2])
-                d, body = get(url)
-                cpus.append(sum(ps.cpu_times()[:2]) - c0)
-                durations.append(d)
+            for i in range(args.scrapes + 1):  # the last one only reads the time of the one before
+                kind = "first" if i == 0 else ("churn" if args.churn and i % 2 == 0 else "idle")
+                if kind == "churn" and i < args.scrapes:
+                    asyncio.run(churn(port, args.topics))
                 time.sleep(1.1)  # past the lag pass's minimum interval: every scrape computes it again
+                c0 = sum(ps.cpu_times()[:2])
+                seconds, during, before, body = asyncio.run(scrape_probed(url, port))
+                cpu = sum(ps.cpu_times()[:2]) - c0
+                own = [float(m.group(1)) if m else float("nan") for m in (re.search(
+                    rb"^mq_metrics_scrape_%s_seconds\{[^}]*\} (\S+)$" % name, body, re.M) for name in (
+                        b"duration", b"cpu"))]
+                if previous is not None:
+                    rows[previous[0]].append((*previous[1], *own))
+                previous = (kind, (seconds, cpu, during, before)) if i < args.scrapes else None
         samples = [s for fam in text_string_to_metric_families(body.decode()) for s in fam.samples]
-        collect = [s.value for s in samples if s.name == "mq_metrics_scrape_duration_seconds"]
         lag_rows = sum(1 for s in samples if s.name == "rocketmq_consumer_lag_messages")
-        lag_total = sum(s.value for s in samples if s.name == "rocketmq_consumer_lag_messages")
-        warm = durations[1:] or durations
-        print(f"scrape of {args.topics} topics / {args.groups} groups ({lag_rows} lag series, total lag "
-              f"{lag_total:,.0f}; {len(body) / 1024:.0f} KiB, {len(samples):,} samples): first {durations[0] * 1e3:.1f} "
-              f"ms, then median {statistics.median(warm) * 1e3:.1f} ms, best {min(warm) * 1e3:.1f} ms, worst "
-              f"{max(warm) * 1e3:.1f} ms over {len(warm)} scrapes; collection in the broker (previous scrape) "
-              f"{collect[0] * 1e3 if collect else float('nan'):.1f} ms  {w.short()}")
-        warm_cpu = cpus[1:] or cpus
-        print(f"broker CPU per scrape (all its threads, while the GET ran): first {cpus[0] * 1e3:.0f} ms, then "
-              f"median {statistics.median(warm_cpu) * 1e3:.0f} ms, best {min(warm_cpu) * 1e3:.0f} ms")
+        print(f"scrape of {args.topics} topics / {args.groups} groups ({lag_rows} lag series; "
+              f"{len(body) / 1024:.0f} KiB, {len(samples):,} samples); {w.short()}")
+        print("  GET: the GET's wall time (curl); broker: the scrape's wall and CPU time as the broker reports them "
+              "(mq_metrics_scrape_*); CPU: the broker process's CPU time during the GET (10 ms ticks); loop: the "
+              "longest round trip of GET_MAX_OFFSET requests, one a millisecond, during the GET (and in as long a "
+              "window without one)")
+        for kind, what in (("first", "first scrape (nothing kept yet)"),
+                           ("idle", "then, nothing changed but the clock"),
+                           ("churn", "then, after one send to every topic")):
+            got = rows[kind]
+            if not got:
+                continue
+
+            def med(k: int) -> float:
+                return statistics.median(x[k] for x in got) * 1e3
+
+            def worst(k: int) -> float:
+                return max(x[k] for x in got) * 1e3
+
+            print(f"  {what:36s} n={len(got):2d}  GET median {med(0):6.1f} worst {worst(0):6.1f} ms | broker wall "
+                  f"{med(4):6.1f} CPU {med(5):6.1f} ms (median) | process CPU {med(1):4.0f} ms | loop median "
+                  f"{med(2):5.1f} worst {worst(2):5.1f} ms (no GET: {med(3):4.1f}, {worst(3):5.1f})")
         from importlib.metadata import version
 
         print(f"prometheus_client {version('prometheus_client')}; python speed "
@@ -262,8 +373,12 @@ def main() -> None:
     ap.add_argument("--inflight", type=int, default=16)
     ap.add_argument("--topics", type=int, default=1000)
     ap.add_argument("--groups", type=int, default=200)
-    ap.add_argument("--scrapes", type=int, default=20)
+    ap.add_argument("--scrapes", type=int, default=21)
+    ap.add_argument("--no-churn", dest="churn", action="store_false",
+                    help="scrape an idle broker only (by default every other scrape follows a send to every topic)")
     ap.add_argument("--only", choices=("sends", "scrape"))
+    ap.add_argument("--large", action="store_true",
+                    help="sends: the broker with metrics first gets --topics topics and --groups groups")
     args = ap.parse_args()
     try:
         import uvloop

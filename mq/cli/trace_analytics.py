@@ -110,10 +110,48 @@ class _ProgressView:
             self.status.stop()
 
 
-def _submit_options(master: str, deploy_mode: str | None, conf: tuple[str, ...]) -> Any:
+def _submit_options(master: str, deploy_mode: str | None, conf: tuple[str, ...], small_input: bool = False) -> Any:
+    from mq.daemon.runtime import mq_home
     from mq.trace.spark_submit import SubmitOptions
 
-    return SubmitOptions(master=master, deploy_mode=deploy_mode, conf=_conf_pairs(conf))
+    return SubmitOptions(master=master, deploy_mode=deploy_mode, conf=_conf_pairs(conf), small_input=small_input,
+                         class_cache=str(mq_home() / "cache" / "spark"))
+
+
+def _small_input(obj: Any, master: str, input_path: str | None, trace_topic: str, lo_ms: int, until_ms: int) -> bool:
+    """Whether the job's input is small enough for a short-job JVM (``spark_submit.SMALL_INPUT_MESSAGES``): the
+    trace messages stored in the window, counted at the brokers (a few offset requests, no pulls), or the size
+    of a local archive's date partitions. False when unknown (a cluster master, a remote archive, a broker that
+    does not answer)."""
+    from mq.trace.live_reader import ChannelError, plan_read
+    from mq.trace.spark_submit import SMALL_INPUT_BYTES, SMALL_INPUT_MESSAGES
+
+    if not master.startswith("local"):
+        return False
+    if input_path:
+        return _archive_bytes(input_path, lo_ms, until_ms) <= SMALL_INPUT_BYTES
+    try:
+        plan = plan_read(obj.namesrv_addrs, trace_topic, lo_ms, until_ms, timeout=2.0)
+    except ChannelError:
+        return False
+    return not plan.missing and plan.messages <= SMALL_INPUT_MESSAGES
+
+
+def _archive_bytes(path: str, lo_ms: int, until_ms: int) -> float:
+    """Bytes of a local archive's ``date=`` partitions that can hold [lo_ms, until_ms); infinity for a remote
+    (URI) or unreadable archive."""
+    if re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*:", path) and not path.startswith("file:"):
+        return float("inf")
+    root = Path(path.removeprefix("file:"))
+    first, last = (time.strftime("%Y-%m-%d", time.gmtime(max(t, 0) / 1000)) for t in (lo_ms, until_ms))
+    total = 0
+    try:
+        for part in root.iterdir():
+            if part.name.startswith("date=") and first <= part.name[5:] <= last:
+                total += sum(f.stat().st_size for f in part.rglob("*") if f.is_file())
+    except OSError:
+        return float("inf")
+    return total
 
 
 _spark_options = [
@@ -184,10 +222,12 @@ def analyze(obj: Any, since: str, until: str, input_path: str | None, master: st
     else:
         args += ["--input-format", "live", "--namesrv", ";".join(obj.namesrv_addrs)]
     console = Console(json_mode=json_mode)
+    lo_ms = since_ms if no_compare else 2 * since_ms - until_ms  # the job also reads the previous window
+    small = _small_input(obj, master, input_path, trace_topic, lo_ms, until_ms)
     with tempfile.TemporaryDirectory(prefix="mq-trace-") as tmp:
         out = Path(out_dir).resolve() if out_dir else Path(tmp) / "out"
         with _ProgressView("mq trace analyze") as view:
-            run_job(args, out, options=_submit_options(master, deploy_mode, conf), on_progress=view,
+            run_job(args, out, options=_submit_options(master, deploy_mode, conf, small), on_progress=view,
                     environ=_job_environ(obj))
         report = load_report(out)
     if html_file:

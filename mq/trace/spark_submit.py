@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mq.errors import MQError
+from mq.trace.class_archive import ClassArchive, class_archive
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +41,15 @@ DEFAULT_DRIVER_MEMORY = "2g"
 #:   cost more than its shorter pauses save (5 M live records on local[2]: 149 and 165 s against 159 and
 #:   190 s with G1, 237-261 s of task time against 254-312 s).
 DEFAULT_JAVA_OPTIONS = "-XX:-DontCompileHugeMethods -XX:+UseParallelGC"
+#: JVM options of a job over a small input (``SubmitOptions.small_input``) in place of DEFAULT_JAVA_OPTIONS: only
+#: the quick C1 compiler. A 100-record report compiles ~20,000 methods, once; C2 recompiling the hot ones
+#: spent more CPU than it saved (user CPU 77 s -> 38 s on 2 cores), while a 5 M-record job needs C2's code.
+SMALL_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseParallelGC"
+#: An input of at most this many trace messages (each carries up to a few hundred records) is small: its job
+#: starts with SMALL_JAVA_OPTIONS and, on a local master, its driver pulls the messages itself.
+SMALL_INPUT_MESSAGES = 1_000
+#: A Parquet archive window of at most this many bytes is small.
+SMALL_INPUT_BYTES = 4 << 20
 
 
 class SparkUnavailableError(MQError):
@@ -73,6 +83,14 @@ class SubmitOptions:
     conf: Mapping[str, str] = field(default_factory=dict)
     #: None: ship the zip unless the master is local.
     ship_package: bool | None = None
+    #: The input is known to be small (see SMALL_INPUT_MESSAGES): start the JVM for a short job.
+    small_input: bool = False
+    #: Directory of the driver's class-data archive (``class_archive``), used on a local master; None: none.
+    class_cache: str | None = None
+
+    @property
+    def local(self) -> bool:
+        return self.master.startswith("local")
 
 
 def job_script() -> Path:
@@ -128,14 +146,21 @@ def build_command(
     job_args: Sequence[str],
     options: SubmitOptions = SubmitOptions(),
     py_files: str | os.PathLike[str] | None = None,
+    archive: ClassArchive | None = None,
 ) -> list[str]:
-    """The spark-submit argv: master, deploy mode, confs (driver memory and JIT option defaulted), py-files,
-    job, args."""
+    """The spark-submit argv: master, deploy mode, confs (driver memory and JVM options defaulted), py-files,
+    job, args. ``archive``: the class-data archive the driver maps (or dumps), unless ``options.conf`` sets
+    the driver's JVM options itself."""
     cmd = [str(spark_submit), "--master", options.master]
     if options.deploy_mode:
         cmd += ["--deploy-mode", options.deploy_mode]
+    driver = SMALL_JAVA_OPTIONS if options.small_input else DEFAULT_JAVA_OPTIONS
+    if archive is not None:
+        driver += " " + archive.java_option()
     conf = {"spark.ui.showConsoleProgress": "false", "spark.driver.memory": DEFAULT_DRIVER_MEMORY,
-            "spark.driver.extraJavaOptions": DEFAULT_JAVA_OPTIONS, "spark.executor.extraJavaOptions": DEFAULT_JAVA_OPTIONS}
+            "spark.driver.extraJavaOptions": driver, "spark.executor.extraJavaOptions": DEFAULT_JAVA_OPTIONS}
+    if options.small_input:
+        conf["spark.ui.enabled"] = "false"
     conf.update(options.conf)
     for k, v in conf.items():
         cmd += ["--conf", f"{k}={v}"]
@@ -172,29 +197,40 @@ def run_job(
     """
     env = dict(os.environ if environ is None else environ)
     submit = find_spark_submit(env)
-    check_java(env)
+    java = check_java(env)
+    archive = None
+    if options.class_cache and options.local and "spark.driver.extraJavaOptions" not in options.conf:
+        # Dumped by small jobs only: the dump costs CPU once, which a long job should not pay.
+        archive = class_archive(options.class_cache, java, submit, options.conf, env, dump=options.small_input)
     # Driver and workers use this interpreter, where mq and its dependencies are installed.
     env.setdefault("PYSPARK_PYTHON", sys.executable)
     env.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    ship = options.ship_package if options.ship_package is not None else not options.master.startswith("local")
+    ship = options.ship_package if options.ship_package is not None else not options.local
     out = Path(out_dir)
-    with tempfile.TemporaryDirectory(prefix="mq-trace-submit-") as tmp:
-        zip_path = build_package_zip(tmp) if ship else None
-        cmd = build_command(submit, [*job_args, "--out", str(out)], options, zip_path)
-        log.info("running %s", " ".join(cmd))
-        tail: collections.deque[str] = collections.deque(maxlen=tail_lines)
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, text=True,
-                                errors="replace")  # fmt: skip
-        assert proc.stdout is not None
-        with proc:
-            for raw in proc.stdout:
-                line = raw.rstrip("\n")
-                prog = parse_progress(line)
-                if prog is None:
-                    log.debug("spark: %s", line)
-                    tail.append(line)
-                elif on_progress is not None:
-                    on_progress(prog)
-        if proc.returncode != 0:
-            raise TraceJobError(proc.returncode, "\n".join(tail))
+    committed = False
+    try:
+        with tempfile.TemporaryDirectory(prefix="mq-trace-submit-") as tmp:
+            zip_path = build_package_zip(tmp) if ship else None
+            cmd = build_command(submit, [*job_args, "--out", str(out)], options, zip_path, archive)
+            log.info("running %s", " ".join(cmd))
+            tail: collections.deque[str] = collections.deque(maxlen=tail_lines)
+            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, text=True,
+                                    errors="replace")  # fmt: skip
+            assert proc.stdout is not None
+            with proc:
+                for raw in proc.stdout:
+                    line = raw.rstrip("\n")
+                    prog = parse_progress(line)
+                    if prog is None:
+                        log.debug("spark: %s", line)
+                        tail.append(line)
+                    elif on_progress is not None:
+                        on_progress(prog)
+            if proc.returncode != 0:
+                raise TraceJobError(proc.returncode, "\n".join(tail))
+        if archive is not None:
+            committed = archive.commit()
+    finally:
+        if archive is not None and not committed:
+            archive.discard()
     return out

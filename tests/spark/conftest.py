@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -18,7 +19,7 @@ def spark() -> Iterator[Any]:
     from pyspark.sql import SparkSession
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    session = (
+    builder = (
         SparkSession.builder.master("local[1]")
         .appName("mq-trace-tests")
         .config("spark.ui.enabled", "false")
@@ -27,8 +28,14 @@ def spark() -> Iterator[Any]:
         .config("spark.driver.memory", "512m")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.ui.showConsoleProgress", "false")
-        .getOrCreate()
     )
+    try:
+        session = builder.getOrCreate()
+    except Exception as exc:  # noqa: BLE001 - a JVM that died at start on a loaded machine gets one more try
+        if "JAVA_GATEWAY_EXITED" not in str(exc):
+            raise
+        time.sleep(2.0)
+        session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()

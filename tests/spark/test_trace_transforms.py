@@ -16,6 +16,7 @@ import pytest
 from pyspark.sql import Row
 from pyspark.testing import assertDataFrameEqual
 
+from mq.trace.analytics import message_frames as M
 from mq.trace.analytics import transforms as T
 
 pytestmark = pytest.mark.spark
@@ -61,9 +62,9 @@ SCENARIO = [
 @pytest.fixture(scope="module")
 def frames(records):  # type: ignore[no-untyped-def]
     recs = records(SCENARIO).cache()
-    pubs = T.pub_messages(recs, BUCKET).cache()
-    dels = T.deliveries(recs).cache()
-    facts = T.message_group_facts(pubs, dels, T.dead_letter_marks(recs)).cache()
+    pubs = M.pub_messages(recs, BUCKET).cache()
+    dels = M.deliveries(recs).cache()
+    facts = M.message_group_facts(pubs, dels, M.dead_letter_marks(recs)).cache()
     return recs, pubs, dels, facts
 
 
@@ -158,7 +159,7 @@ def test_stuck_and_duplicates(frames) -> None:  # type: ignore[no-untyped-def]
         Row("M4", "T", "CG2", 4000, 796_000), Row("M5", "T", "CG2", 700_000, 100_000),
     ], checkRowOrder=True)  # fmt: skip
     assertDataFrameEqual(T.stuck_unfinished(recs, UNTIL, GRACE), [Row("M5", "CG", "R5", "C2", 0, 699_990)])
-    candidates = T.unpaired_msg_ids(T.message_summary(recs))
+    candidates = M.unpaired_msg_ids(M.message_summary(recs))
     assertDataFrameEqual(T.stuck_unfinished(recs, UNTIL, GRACE, candidates=candidates),
                          [Row("M5", "CG", "R5", "C2", 0, 699_990)])  # fmt: skip
     # A later grace hides what is too young to be called stuck.
@@ -183,9 +184,9 @@ def test_stuck_unfinished_prefiltered_by_the_message_summary_finds_the_same_rows
     expected = [Row("B", "G", "r2", "C", 1, 12), Row("C", "G", None, "C", 0, 10), Row(None, "G", "r9", "C", 0, 10),
                 Row("F", "G", "r3", "C", 0, 10)]  # fmt: skip
     assertDataFrameEqual(T.stuck_unfinished(recs, UNTIL, GRACE), expected)
-    candidates = T.unpaired_msg_ids(T.message_summary(recs))
+    candidates = M.unpaired_msg_ids(M.message_summary(recs))
     assertDataFrameEqual(T.stuck_unfinished(recs, UNTIL, GRACE, candidates=candidates), expected)
-    unpaired = {r["msg_id"] for r in T.message_summary(recs).where("unpaired").collect()}
+    unpaired = {r["msg_id"] for r in M.message_summary(recs).where("unpaired").collect()}
     # The marks are a superset: E (two SubBefores of one request, one SubAfter) is checked, and passes.
     assert unpaired == {"B", "C", None, "D", "E", "F", "H"}
 
@@ -218,9 +219,9 @@ def test_dead_letters_by_retry_count_or_dlq_topic(records) -> None:  # type: ign
         dict(trace_type="Pub", timestamp=3000, topic="%DLQ%G", msg_id="B", success=True, cost_time=1, group="tool"),
     ]  # fmt: skip
     recs = records(rows)
-    pubs = T.pub_messages(recs, BUCKET).where("topic = 'T'")
-    dels = T.deliveries(recs)
-    facts = T.message_group_facts(pubs, dels, T.dead_letter_marks(recs), max_reconsume_times=16)
+    pubs = M.pub_messages(recs, BUCKET).where("topic = 'T'")
+    dels = M.deliveries(recs)
+    facts = M.message_group_facts(pubs, dels, M.dead_letter_marks(recs), max_reconsume_times=16)
     assertDataFrameEqual(facts.select("msg_id", "dead_lettered"), [Row("A", True), Row("B", True), Row("C", False)])
     ledger = T.completeness_ledger(pubs, facts, 10_000, 1000).select("dead_lettered", "never_consumed")
     assertDataFrameEqual(ledger, [Row(2, 1)])
@@ -233,8 +234,8 @@ def test_window_and_malformed_counts(records) -> None:  # type: ignore[no-untype
         dict(error="unknown_type", trace_store_time=1700),
         _after("A", "G", "r", None, 1, True, 0, "c") | {"trace_store_time": 2000},
     ])  # fmt: skip
-    assertDataFrameEqual(T.malformed_counts(recs), [Row("bad_number", 2), Row("unknown_type", 1)], checkRowOrder=True)
-    got = T.in_window(recs, 1000, 4000).select("trace_type", "msg_id")
+    assertDataFrameEqual(M.malformed_counts(recs), [Row("bad_number", 2), Row("unknown_type", 1)], checkRowOrder=True)
+    got = M.in_window(recs, 1000, 4000).select("trace_type", "msg_id")
     assertDataFrameEqual(got, [Row("Pub", "A"), Row("SubAfter", "A")])
 
 

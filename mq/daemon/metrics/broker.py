@@ -28,6 +28,8 @@ Families and their labels (besides cluster, node_type, node_id and metricsLabel'
     mq_broker_busy_refusals_total, mq_acl_refusals_total          reason
     mq_replication_lag_bytes                                      slave (a master, per connected slave)
     mq_replication_slave_connections (a master), mq_replication_master_connected (a slave)
+    mq_metrics_scrape_duration_seconds, mq_metrics_scrape_cpu_seconds (the previous scrape's, as ``rendered``
+                                                                  is told by the endpoint)
 
 Counting rules, as RocketMQ 5's: the messages-in family counts sends under the topic stored (a delay-level
 message under SCHEDULE_TOPIC_XXXX, an arbitrary-delay one under rmq_sys_wheel_timer, a half message under
@@ -110,12 +112,14 @@ class BrokerCollector:
         self._lag_rows: list[GroupLag] = []
         self._lag_at = float("-inf")
         self._lock = threading.Lock()
+        #: the previous scrape's wall and CPU time: its collection's, then (``rendered``) the endpoint's figures
         self.last_duration = 0.0
+        self.last_cpu = 0.0
 
     # -- prometheus_client --------------------------------------------------------------------------------
     def collect(self) -> list[Any]:
         with self._lock:
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.thread_time()
             out: list[Any] = []
             for part in (self._traffic, self._lag, self._rpc, self._connections, self._broker, self._store,
                          self._backlogs, self._replication, self._refusals):
@@ -123,11 +127,17 @@ class BrokerCollector:
                     out.extend(part())
                 except Exception:  # one broken part must not take the others down
                     _throttle.error(part.__name__, "metrics: %s failed", part.__name__, exc_info=True)
-            duration = self.families.family(N.SCRAPE_DURATION)
-            duration.add((), self.last_duration)
-            out.append(duration.family)
+            for spec, value in ((N.SCRAPE_DURATION, self.last_duration), (N.SCRAPE_CPU, self.last_cpu)):
+                fam = self.families.family(spec)
+                fam.add((), value)
+                out.append(fam)
             self.last_duration = time.perf_counter() - t0
+            self.last_cpu = time.thread_time() - c0
             return out
+
+    def rendered(self, wall: float, cpu: float) -> None:
+        """The endpoint served a scrape in ``wall`` seconds, ``cpu`` of them on its thread's CPU."""
+        self.last_duration, self.last_cpu = wall, cpu
 
     def is_system_topic(self, topic: str) -> bool:
         return self.c.topic_config.is_system_topic(topic)
@@ -148,11 +158,7 @@ class BrokerCollector:
                       _TRUE if self.is_system_topic(topic) else _FALSE)
             msgs_in.add(values, it.nums)
             bytes_in.add(values, it.size)
-            hist, total, buckets = list(it.size_hist), 0, []
-            for le, n in zip(SIZE_LES, hist):
-                total += n
-                buckets.append((le, total))
-            size.add(values, buckets=buckets, sum_value=it.size_sum)
+            size.add_histogram(values, SIZE_LES, list(it.size_hist), it.size_sum)
         labels_out = (N.TOPIC, N.CONSUMER_GROUP, N.IS_SYSTEM)
         msgs_out, bytes_out = f.family(N.MESSAGES_OUT, labels_out), f.family(N.THROUGHPUT_OUT, labels_out)
         for topic, groups in sorted(list(stats.group_get.items())):
@@ -163,7 +169,7 @@ class BrokerCollector:
                 values = (topic, group, _TRUE if system_topic or is_system_group(group) else _FALSE)
                 msgs_out.add(values, it.nums)
                 bytes_out.add(values, it.size)
-        yield from (msgs_in.family, bytes_in.family, size.family, msgs_out.family, bytes_out.family)
+        yield from (msgs_in, bytes_in, size, msgs_out, bytes_out)
 
     # -- consumer lag (computed here, at most once per lag_min_interval) -----------------------------------
     def _lag(self) -> Iterator[Any]:
@@ -187,7 +193,7 @@ class BrokerCollector:
         fam = f.family(N.PRODUCER_CONNECTIONS, (N.LANGUAGE, N.VERSION, N.PROTOCOL_TYPE))
         for (language, version), n in sorted(producers.items()):
             fam.add((language, version, N.PROTOCOL_REMOTING), n)
-        yield fam.family
+        yield fam
         consumers: Counter[tuple[str, str, str, str]] = Counter()
         for group in c.consumers.groups():
             info = c.consumers.get(group)
@@ -202,7 +208,7 @@ class BrokerCollector:
         for (group, language, version, mode), n in sorted(consumers.items()):
             fam.add((group, language, version, mode, N.PROTOCOL_REMOTING,
                      _TRUE if is_system_group(group) else _FALSE), n)
-        yield fam.family
+        yield fam
 
     # -- the broker's own figures -------------------------------------------------------------------------
     def _broker(self) -> Iterator[Any]:
@@ -211,14 +217,14 @@ class BrokerCollector:
         fam = f.family(N.PROCESSOR_WATERMARK, (N.PROCESSOR,))
         for name, group in sorted(c.server.registry.groups.items()):
             fam.add((PROCESSOR_NAMES.get(name, name),), group.queued)
-        yield fam.family
+        yield fam
         for spec, value in ((N.BROKER_PERMISSION, c.config.broker_permission),
                             (N.TOPIC_NUMBER, len(c.topic_config.all())),
                             (N.CONSUMER_GROUP_NUMBER, len(c.subscription_groups.all())),
                             (N.HELD_PULLS, c.hold_service.held_count if c.hold_service is not None else 0)):
             fam = f.family(spec)
             fam.add((), value)
-            yield fam.family
+            yield fam
 
     def _store(self) -> Iterator[Any]:
         c = self.c
@@ -242,14 +248,14 @@ class BrokerCollector:
         for spec, value in figures:
             fam = f.family(spec, const=const)
             fam.add((), value)
-            yield fam.family
+            yield fam
         scfg = c.store_config
         for spec, value in ((N.DISK_USED_RATIO, store.cleaner.last_ratio),
                             (N.DISK_CLEAN_RATIO, scfg.disk_max_used_space_ratio / 100.0),
                             (N.DISK_WARNING_RATIO, scfg.disk_space_warning_level_ratio)):
             fam = f.family(spec, const=const)
             fam.add((), value)
-            yield fam.family
+            yield fam
 
     # -- delivery backlogs: delay levels, timer, transactions ---------------------------------------------------
     def _backlogs(self) -> Iterator[Any]:
@@ -268,20 +274,20 @@ class BrokerCollector:
                     continue
                 done = max(offsets.get(level, 0), cq.min_offset)
                 fam.add((str(level),), max(0, cq.max_offset - done))
-            yield fam.family
+            yield fam
         timer = c.timer_service
         if timer is not None and c.config.timer_enable and not c.is_slave:
             cq = store.cq_table.find(TIMER_TOPIC, 0, create=False)
             enqueue_lag = max(0, cq.max_offset - max(timer.store.enqueue_offset, cq.min_offset)) if cq else 0
             fam = f.family(N.TIMER_ENQUEUE_LAG, const=N.STORAGE_LABELS)
             fam.add((), enqueue_lag)
-            yield fam.family
+            yield fam
             fam = f.family(N.TIMER_PENDING)
             fam.add((), timer.store.pending() + enqueue_lag)
-            yield fam.family
+            yield fam
         fam = f.family(N.TRANSACTION_HALF)
         fam.add((), self._half_waiting())
-        yield fam.family
+        yield fam
 
     def _half_waiting(self) -> int:
         from mq.daemon.broker.transaction import HALF_QUEUE, SYS_TRANS_GROUP
@@ -314,11 +320,11 @@ class BrokerCollector:
                 lag.add((conn.remote_addr,), max(0, top - max(conn.slave_ack_offset, 0)))
             count = f.family(N.REPLICATION_SLAVES)
             count.add((), len(conns))
-            yield from (lag.family, count.family)
+            yield from (lag, count)
         elif isinstance(ha, HAClient):
             fam = f.family(N.REPLICATION_MASTER_CONNECTED)
             fam.add((), 1 if ha.connected else 0)
-            yield fam.family
+            yield fam
 
     # -- refusals -----------------------------------------------------------------------------------------------
     def _refusals(self) -> Iterator[Any]:
@@ -328,4 +334,4 @@ class BrokerCollector:
             fam = self.families.family(N.ACL_REFUSALS, ("reason",))
             for reason, n in sorted(list(acl.refusals.items())):
                 fam.add((reason,), n)
-            yield fam.family
+            yield fam

@@ -1,8 +1,9 @@
-"""The HTTP endpoint Prometheus scrapes: prometheus_client's WSGI application, served from a thread.
+"""The HTTP endpoint Prometheus scrapes: a WSGI application over prometheus_client's encoders, served from a thread.
 
-``prometheus_client.make_wsgi_app`` does the exposition (the Prometheus text format, or OpenMetrics when the
-scraper asks for it, gzip when accepted, ``?name[]=`` filtering); the standard library's WSGI server runs it in
-its own thread, so the event loop never serves HTTP. Unlike ``prometheus_client.start_http_server`` (a thread per
+``render.make_app`` answers as ``prometheus_client.make_wsgi_app`` does (the Prometheus text format, or
+OpenMetrics when the scraper asks for it, ``?name[]=`` filtering), keeping the text of series that did not change
+since the previous scrape; the standard library's WSGI server runs it in its own thread, so the event loop never
+serves HTTP. Unlike ``prometheus_client.start_http_server`` (a thread per
 connection, without bound), the server here bounds what an untrusted peer can hold:
 
 - at most ``MAX_CONCURRENT`` requests are served at once; a connection beyond that is closed at once;
@@ -21,10 +22,12 @@ import logging
 import socket
 import threading
 from socketserver import ThreadingMixIn
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
-from prometheus_client import CollectorRegistry, make_wsgi_app
+from prometheus_client import CollectorRegistry
+
+from mq.daemon.metrics.render import make_app
 
 log = logging.getLogger(__name__)
 
@@ -76,12 +79,16 @@ def _server_class(host: str, port: int) -> type[_BoundedServer]:
 class MetricsEndpoint:
     """``/metrics`` of ``collectors`` on ``host:port`` (port 0: a free one), served by a daemon thread."""
 
-    def __init__(self, collectors: Iterable[Any], host: str, port: int) -> None:
+    def __init__(self, collectors: Iterable[Any], host: str, port: int,
+                 on_rendered: Callable[[float, float], None] | None = None) -> None:
         self.registry = CollectorRegistry(auto_describe=False)
         for collector in collectors:
             self.registry.register(collector)
         self.host = host
         self.requested_port = port
+        self._on_rendered = on_rendered
+        #: the endpoint's ``render.Exposition`` once started (its counters tell what the last scrape rendered)
+        self.exposition: Any = None
         self._server: _BoundedServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -99,7 +106,8 @@ class MetricsEndpoint:
     def start(self) -> None:
         """Bind (OSError when the address is taken) and serve in a thread."""
         cls = _server_class(self.host, self.requested_port)
-        app = make_wsgi_app(self.registry, disable_compression=True)
+        app = make_app(self.registry, self._on_rendered)
+        self.exposition = app.exposition
         self._server = make_server(self.host, self.requested_port, app, cls, handler_class=_QuietHandler)
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.2},
                                         name=f"metrics-http-{self.port}", daemon=True)

@@ -16,7 +16,9 @@ write permission. Per queue ``0..writeQueueNums-1``::
 
 so lag = inflight + ready. The latencies are the oldest such message's age over the pair's queues, 0 when there
 is none. Only queues that owe messages are read for a store time (one consume-queue unit and one commit-log
-timestamp each), and a store time read by the previous pass for the same queue and offset is reused.
+timestamp each), and a store time read by the previous pass for the same queue and offset is reused. Each
+topic's queues and max offsets are read once per pass, however many groups consume it, and a pair whose queues,
+max offsets, committed and pulled offsets and popped counts are those of the previous pass keeps its row.
 
 Pop consumption will add messages popped and not yet acknowledged: ``pop_inflight``, when set, is asked per
 (group, topic, queue id) and its count is added to in-flight and lag, as RocketMQ's calculator adds its
@@ -70,6 +72,11 @@ class ConsumerLagCalculator:
         # a queue deleted and made again is another object. Kept for the entries the last pass used.
         self._times: dict[tuple[Any, int], int] = {}
         self._used: dict[tuple[Any, int], int] = {}
+        # (group, topic) -> (what the row was computed from, the row, the store times it read): a row is
+        # computed again only when its queues (objects and max offsets), committed or pulled offsets, or popped
+        # counts moved. Kept for the pairs of the last pass; a kept row keeps the store times it read.
+        self._rows: dict[tuple[str, str], tuple[Any, GroupLag, list[tuple[Any, int]]]] = {}
+        self._rows_used: dict[tuple[str, str], tuple[Any, GroupLag, list[tuple[Any, int]]]] = {}
 
     def pairs(self) -> list[tuple[str, str]]:
         """The (group, topic) pairs to report, sorted."""
@@ -93,20 +100,33 @@ class ConsumerLagCalculator:
         broker_perm = c.config.broker_permission
         rows = []
         self._used = {}
+        self._rows_used = {}
+        # topic -> [(consume queue or None, max offset) per queue id]: read once per pass, whatever the groups
+        tops: dict[str, list[tuple[Any, int]]] = {}
+        find = store.cq_table.find
         for group, topic in self.pairs():
             tc = c.topic_config.get(topic)
             if tc is None or not (tc.perm & broker_perm & (PERM_READ | PERM_WRITE)):
                 continue
             try:
-                rows.append(self._pair(group, topic, tc.write_queue_nums))
+                queues = tops.get(topic)
+                if queues is None or len(queues) != tc.write_queue_nums:
+                    queues = tops[topic] = []
+                    for qid in range(tc.write_queue_nums):
+                        cq = find(topic, qid, create=False)
+                        queues.append((cq, max(cq.max_offset, 0) if cq is not None else 0))
+                rows.append(self._pair(group, topic, queues))
             except (OSError, ValueError, KeyError, RuntimeError) as exc:  # a segment deleted under us
                 log.debug("lag of %s on %s not computed: %s", group, topic, exc)
         self._times = self._used
+        self._rows = self._rows_used
         return rows
 
-    def _store_time(self, cq: Any, offset: int) -> int:
-        """Store time (epoch ms) of the message at ``offset`` of ``cq``; 0 when there is none."""
+    def _store_time(self, cq: Any, offset: int, read: list[tuple[Any, int]]) -> int:
+        """Store time (epoch ms) of the message at ``offset`` of ``cq``; 0 when there is none. Its key is added to
+        ``read``."""
         key = (cq, offset)
+        read.append(key)
         ts = self._used.get(key)
         if ts is not None:
             return ts
@@ -117,24 +137,43 @@ class ConsumerLagCalculator:
         self._used[key] = ts
         return ts
 
-    def _pair(self, group: str, topic: str, queues: int) -> GroupLag:
+    def _pair(self, group: str, topic: str, queues: list[tuple[Any, int]]) -> GroupLag:
+        """The row of ``group`` on ``topic``, whose queues (consume queue, max offset) are given by queue id: the
+        previous pass's row when the queues, the committed and pulled offsets and the popped counts are the same."""
         c = self.c
-        find = c.store.cq_table.find
         committed_by_queue = c.offsets.queue_offsets(group, topic)
         groups = c.stats.group_get.get(topic)
         item = groups.get(group) if groups is not None else None
         pulled_by_queue = dict(item.pulled) if item is not None else {}
         pop = self.pop_inflight
+        popped_by_queue = tuple(pop(group, topic, qid) for qid in range(len(queues))) if pop is not None else ()
+        signature = (queues, committed_by_queue, pulled_by_queue, popped_by_queue)
+        old = self._rows.get((group, topic))
+        if old is not None and old[0] == signature:
+            self._rows_used[(group, topic)] = old
+            used, times = self._used, self._times
+            for key in old[2]:
+                if key in times:
+                    used[key] = times[key]
+            return old[1]
+        read: list[tuple[Any, int]] = []
+        row = self._compute(group, topic, queues, committed_by_queue, pulled_by_queue, popped_by_queue, read)
+        self._rows_used[(group, topic)] = (signature, row, read)
+        return row
+
+    def _compute(self, group: str, topic: str, queues: list[tuple[Any, int]], committed_by_queue: dict[int, int],
+                 pulled_by_queue: dict[int, int], popped_by_queue: tuple[int, ...],
+                 read: list[tuple[Any, int]]) -> GroupLag:
         row = GroupLag(group, topic)
         lag_since = ready_since = 0
-        for qid in range(queues):
-            cq = find(topic, qid, create=False)
-            top = max(cq.max_offset, 0) if cq is not None else 0
+        for qid, (cq, top) in enumerate(queues):
             committed = committed_by_queue.get(qid, -1)
             if committed < 0:
                 committed = top
+            popped = popped_by_queue[qid] if popped_by_queue else 0
+            if committed >= top and not popped:
+                continue  # nothing owed
             pulled = max(pulled_by_queue.get(qid, committed), committed)
-            popped = pop(group, topic, qid) if pop is not None else 0
             lag = max(0, top - committed) + popped
             if lag <= 0:
                 continue
@@ -144,11 +183,11 @@ class ConsumerLagCalculator:
             row.ready += ready
             if cq is None:
                 continue
-            ts = self._store_time(cq, committed) if committed < top else 0
+            ts = self._store_time(cq, committed, read) if committed < top else 0
             if ts > 0 and (lag_since == 0 or ts < lag_since):
                 lag_since = ts
             if ready:
-                ts = self._store_time(cq, pulled)
+                ts = self._store_time(cq, pulled, read)
                 if ts > 0 and (ready_since == 0 or ts < ready_since):
                     ready_since = ts
         row.lag_since, row.ready_since = lag_since, ready_since
@@ -173,4 +212,4 @@ def collect_lag(rows: list[GroupLag], families: Families, is_system_topic: Calla
         inflight.add(values, r.inflight)
         queueing.add(values, max(0, now - r.ready_since) if r.ready_since else 0)
         ready.add(values, r.ready)
-    yield from (lag.family, lag_latency.family, inflight.family, queueing.family, ready.family)
+    yield from (lag, lag_latency, inflight, queueing, ready)

@@ -158,7 +158,10 @@ DISK_CLEAN_RATIO = Spec("mq_storage_disk_clean_ratio", GAUGE,
 DISK_WARNING_RATIO = Spec("mq_storage_disk_warning_ratio", GAUGE,
                           "Used ratio above which writes are refused (diskSpaceWarningLevelRatio)")
 HELD_PULLS = Spec("mq_consumer_held_pulls", GAUGE, "Pull requests held by long polling")
-SCRAPE_DURATION = Spec("mq_metrics_scrape_duration_seconds", GAUGE, "Time the previous collection took")
+SCRAPE_DURATION = Spec("mq_metrics_scrape_duration_seconds", GAUGE,
+                       "Time the previous scrape took (collection and rendering)")
+SCRAPE_CPU = Spec("mq_metrics_scrape_cpu_seconds", GAUGE,
+                  "CPU time the previous scrape took in the thread that served it (collection and rendering)")
 
 # -- name server (only mq) -------------------------------------------------------------------------------------
 NAMESRV_BROKERS = Spec("mq_namesrv_brokers", GAUGE, "Live broker addresses registered, by cluster")

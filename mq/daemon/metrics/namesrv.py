@@ -62,5 +62,5 @@ class NamesrvCollector:
                 brokers.add((cluster,), per_cluster.get(cluster, 0))
             topics = f.family(N.NAMESRV_TOPICS)
             topics.add((), len(table.topic_queue_table))
-            out += [brokers.family, topics.family, age.family]
+            out += [brokers, topics, age]
             return out

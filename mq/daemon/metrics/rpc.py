@@ -40,6 +40,7 @@ _DEFERRED = "_mq_metrics_deferred"
 
 _BOUNDS = N.RPC_LATENCY_BOUNDS_MS
 _CELL = len(_BOUNDS) + 2  # buckets, +Inf, sum
+_LES = [N.bucket_bound(b) for b in _BOUNDS] + ["+Inf"]
 _SYSTEM_ERROR = int(ResponseCode.SYSTEM_ERROR)
 _SYSTEM_BUSY = int(ResponseCode.SYSTEM_BUSY)
 #: remark prefix -> reason label of mq_broker_busy_refusals_total
@@ -109,24 +110,19 @@ class RpcMetrics:
     def collect(self, families: Families) -> Iterator[Any]:
         hist = families.family(N.RPC_LATENCY, (N.PROTOCOL_TYPE, N.REQUEST_CODE, N.RESPONSE_CODE,
                                                N.IS_LONG_POLLING, N.RESULT))
-        les = [N.bucket_bound(b) for b in _BOUNDS] + ["+Inf"]
         for (req, resp, kind), cell in sorted(list(self._cells.items())):
             counts = list(cell)
-            buckets, total = [], 0
-            for le, n in zip(les, counts):
-                total += int(n)
-                buckets.append((le, total))
             long_polling = "true" if kind == _LATER and req in LONG_POLLING_CODES else "false"
             result = N.RESULT_ONEWAY if kind == _ONEWAY else N.RESULT_SUCCESS
-            hist.add((N.PROTOCOL_REMOTING, N.request_code_name(req), N.response_code_name(resp), long_polling,
-                      result), buckets=buckets, sum_value=counts[-1])
-        yield hist.family
+            hist.add_histogram((N.PROTOCOL_REMOTING, N.request_code_name(req), N.response_code_name(resp),
+                                long_polling, result), _LES, [int(n) for n in counts[:-1]], counts[-1])
+        yield hist
 
     def collect_busy(self, families: Families) -> Iterator[Any]:
         busy = families.family(N.BUSY_REFUSALS, ("reason",))
         for reason, n in sorted(list(self.busy.items())):
             busy.add((reason,), n)
-        yield busy.family
+        yield busy
 
 
 __all__ = ["BUSY_REASONS", "LONG_POLLING_CODES", "RpcMetrics"]

@@ -48,7 +48,8 @@ class MetricsService:
     def __init__(self, rpc: RpcMetrics, collector: Any, host: str, port: int) -> None:
         self.rpc = rpc
         self.collector = collector
-        self.endpoint = MetricsEndpoint(_collectors(collector), host, port)
+        # a collector that reports the scrapes' times is told of each one the endpoint serves
+        self.endpoint = MetricsEndpoint(_collectors(collector), host, port, getattr(collector, "rendered", None))
 
     @property
     def url(self) -> str:

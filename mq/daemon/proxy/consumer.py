@@ -111,7 +111,8 @@ class ConsumerService:
         session = self.e.sessions.session(ctx)
         group = self.e.group_name(req.group)
         topic = self._topic(req.message_queue.topic)
-        self.e.authorize(ctx, {topic: "SUB", T.retry_topic(group): "SUB"})
+        if self.e.acl is not None:
+            self.e.authorize(ctx, {topic: "SUB", T.retry_topic(group): "SUB"})
         remaining_ms = context.time_remaining()
         remaining_ms = 3_600_000 if remaining_ms is None else int(remaining_ms * 1000)
         settings = session.settings
@@ -160,8 +161,9 @@ class ConsumerService:
                 await self._to_dlq(group, pm.topic, pm.extra_info)  # the broker's revive normally did this
                 continue
             handle = pm.receipt_handle
-            msg = to_wire(pm.message, receipt_handle=handle, topic=pm.topic)
-            out.append(pb.ReceiveMessageResponse(message=msg))
+            r = pb.ReceiveMessageResponse()
+            msg = to_wire(pm.message, receipt_handle=handle, topic=pm.topic, into=r.message)
+            out.append(r)
             delivered += 1
             if req.auto_renew:
                 self.renew.add(ctx.client_id, group, pm.topic, msg.system_properties.message_id, handle,
@@ -213,26 +215,38 @@ class ConsumerService:
 
     # -- AckMessage ------------------------------------------------------------------------------------------
     async def ack_message(self, req: Any, ctx: Any) -> Any:
+        """All entries go to the pop service as one batch ack: entries of one checkpoint are one revive-log
+        record, and the whole call is one store put."""
         group = self.e.group_name(req.group)
         topic = self._topic(req.topic)
-        self.e.authorize(ctx, {topic: "SUB", T.retry_topic(group): "SUB"})
+        if self.e.acl is not None:
+            self.e.authorize(ctx, {topic: "SUB", T.retry_topic(group): "SUB"})
         self.e.sessions.session(ctx)
-        entries = []
-        codes = set()
-        for entry in req.entries:
-            handle = await self.renew.take(ctx.client_id, group, topic, entry.message_id) or entry.receipt_handle
-            try:
-                extra, _phy = self.split_handle(handle)
-                st = self._ack_status(await self.pop.ack(group, topic, extra))
-            except ProxyError as exc:
-                st = exc.status()
-            entries.append(pb.AckMessageResultEntry(message_id=entry.message_id,
-                                                    receipt_handle=entry.receipt_handle, status=st))
-            codes.add(st.code)
-        if not entries:
+        req_entries = req.entries
+        if not req_entries:
             raise ProxyError(Code.BAD_REQUEST, "no entry to ack")
-        overall = entries[0].status if len(codes) == 1 else status(Code.MULTIPLE_RESULTS)
-        return pb.AckMessageResponse(status=overall, entries=entries)
+        renew = self.renew
+        statuses: list[Any] = [None] * len(req_entries)
+        extras: list[str] = []
+        at: list[int] = []
+        for i, entry in enumerate(req_entries):
+            handle = entry.receipt_handle
+            if renew:
+                handle = await renew.take(ctx.client_id, group, topic, entry.message_id) or handle
+            try:
+                extras.append(self.split_handle(handle)[0])
+            except ProxyError as exc:
+                statuses[i] = exc.status()
+                continue
+            at.append(i)
+        if extras:
+            for i, result in zip(at, await self.pop.batch_ack(group, topic, extras)):
+                statuses[i] = self._ack_status(result)
+        entries = [pb.AckMessageResultEntry(message_id=entry.message_id, receipt_handle=entry.receipt_handle,
+                                            status=st) for entry, st in zip(req_entries, statuses)]
+        first = statuses[0]
+        same = all(st is first or st.code == first.code for st in statuses)
+        return pb.AckMessageResponse(status=first if same else status(Code.MULTIPLE_RESULTS), entries=entries)
 
     # -- ChangeInvisibleDuration -----------------------------------------------------------------------------
     async def change_invisible(self, req: Any, ctx: Any) -> Any:

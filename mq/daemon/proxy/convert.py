@@ -97,11 +97,6 @@ def split_namespace(stored: str) -> tuple[str, str]:
     return (ns, name) if sep else ("", stored)
 
 
-def resource(stored: str) -> Any:
-    ns, name = split_namespace(stored)
-    return pb.Resource(resource_namespace=ns, name=name)
-
-
 def _timestamp_ms(ts: Any) -> int:
     return ts.seconds * 1000 + ts.nanos // 1_000_000
 
@@ -265,56 +260,78 @@ def message_type_of(props: dict[str, str]) -> int:
     return MessageType.NORMAL
 
 
+_MD5 = pb.DigestType.MD5
+_IDENTITY = pb.Encoding.IDENTITY
+
+
 def to_wire(msg: MessageExt, *, receipt_handle: str | None = None, topic: str | None = None,
-            now_ms: int = 0) -> Any:
-    """The wire ``Message`` of a stored message (its body inflated when stored compressed)."""
+            now_ms: int = 0, into: Any = None) -> Any:
+    """The wire ``Message`` of a stored message (its body inflated when stored compressed), filled into
+    ``into`` (an empty ``Message`` field of a response: nothing is copied) or a new one.
+
+    Built in place (sub-messages filled through their fields, not made apart and copied in): this runs once
+    per message received."""
     props = msg.properties
+    get = props.get
     body = msg.body
     if msg.sys_flag & SF.COMPRESSED:
         try:
             body = zlib.decompress(body)
         except zlib.error:
             pass  # sent as stored: the client's digest check shows it
-    sp = pb.SystemProperties(
-        message_id=props.get(P.UNIQ_CLIENT_MESSAGE_ID_KEYIDX) or msg.msg_id,
-        body_digest=pb.Digest(type=pb.DigestType.MD5, checksum=hashlib.md5(body).hexdigest().upper()),
-        body_encoding=pb.Encoding.IDENTITY,
-        message_type=message_type_of(props),
-        born_timestamp=_ts(msg.born_timestamp),
-        born_host=props.get(BORN_HOST) or format_addr(msg.born_host),
-        store_timestamp=_ts(msg.store_timestamp),
-        store_host=format_addr(msg.store_host),
-        queue_id=msg.queue_id,
-        queue_offset=msg.queue_offset,
-        delivery_attempt=msg.reconsume_times + 1,
-    )
-    tag = props.get(P.TAGS)
+    m = pb.Message() if into is None else into
+    m.body = body
+    m.user_properties.update({k: v for k, v in props.items() if k not in _HIDDEN})
+    ns, name = split_namespace(topic if topic is not None else msg.topic)
+    t = m.topic
+    t.name = name
+    if ns:
+        t.resource_namespace = ns
+    sp = m.system_properties
+    sp.message_id = get(P.UNIQ_CLIENT_MESSAGE_ID_KEYIDX) or msg.msg_id
+    d = sp.body_digest
+    d.type = _MD5
+    d.checksum = hashlib.md5(body).hexdigest().upper()
+    sp.body_encoding = _IDENTITY
+    sp.message_type = message_type_of(props)
+    ms = msg.born_timestamp
+    ts = sp.born_timestamp
+    ts.seconds = ms // 1000
+    ts.nanos = ms % 1000 * 1_000_000
+    sp.born_host = get(BORN_HOST) or format_addr(msg.born_host)
+    ms = msg.store_timestamp
+    ts = sp.store_timestamp
+    ts.seconds = ms // 1000
+    ts.nanos = ms % 1000 * 1_000_000
+    sp.store_host = format_addr(msg.store_host)
+    sp.queue_id = msg.queue_id
+    sp.queue_offset = msg.queue_offset
+    sp.delivery_attempt = msg.reconsume_times + 1
+    tag = get(P.TAGS)
     if tag is not None:
         sp.tag = tag
-    keys = props.get(P.KEYS)
+    keys = get(P.KEYS)
     if keys:
         sp.keys.extend(k for k in keys.split(P.KEY_SEPARATOR) if k)
-    deliver = props.get(TIMER_DELIVER_MS) or props.get(P.START_DELIVER_TIME)
+    deliver = get(TIMER_DELIVER_MS) or get(P.START_DELIVER_TIME)
     if deliver is not None and deliver.isdigit():
         sp.delivery_timestamp.CopyFrom(_ts(int(deliver)))
-    elif props.get(TIMER_DELAY_SEC, "").isdigit():
+    elif get(TIMER_DELAY_SEC, "").isdigit():
         sp.delivery_timestamp.CopyFrom(_ts((now_ms or msg.store_timestamp) + int(props[TIMER_DELAY_SEC]) * 1000))
-    group = props.get(SHARDING_KEY)
+    group = get(SHARDING_KEY)
     if group is not None:
         sp.message_group = group
-    handle = receipt_handle if receipt_handle is not None else props.get(POP_CK)
+    handle = receipt_handle if receipt_handle is not None else get(POP_CK)
     if handle:
         sp.receipt_handle = handle
-    trace = props.get(TRACE_CONTEXT)
+    trace = get(TRACE_CONTEXT)
     if trace is not None:
         sp.trace_context = trace
-    dlq_topic, dlq_id = props.get(DLQ_ORIGIN_TOPIC), props.get(DLQ_ORIGIN_MESSAGE_ID)
+    dlq_topic, dlq_id = get(DLQ_ORIGIN_TOPIC), get(DLQ_ORIGIN_MESSAGE_ID)
     if dlq_topic is not None and dlq_id is not None:
         sp.dead_letter_queue.topic = dlq_topic
         sp.dead_letter_queue.message_id = dlq_id
-    user = {k: v for k, v in props.items() if k not in _HIDDEN}
-    return pb.Message(topic=resource(topic if topic is not None else msg.topic), user_properties=user,
-                      system_properties=sp, body=body)
+    return m
 
 
 # -- FIFO queue choice ---------------------------------------------------------------------------------------------

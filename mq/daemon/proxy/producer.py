@@ -109,7 +109,8 @@ class ProducerService:
         except InvalidTopicError as exc:
             raise ProxyError(Code.ILLEGAL_TOPIC, str(exc)) from None
         topic = wrap_namespace(m.topic.resource_namespace, m.topic.name)
-        self.e.authorize(ctx, {topic: "PUB"})
+        if self.e.acl is not None:
+            self.e.authorize(ctx, {topic: "PUB"})
         now = int(time.time() * 1000)
         timer = c.timer_service
         max_delay = c.config.timer_max_delay_sec * 1000 if timer is not None else 0
@@ -128,7 +129,7 @@ class ProducerService:
             born_timestamp=out.born_timestamp, flag=0, properties=encode_properties(out.properties))
         cmd = RemotingCommand(RequestCode.SEND_MESSAGE_V2, body=out.body)
         sp = c.send_processor
-        prepared = sp.prepare(session.channel, cmd, h, False)
+        prepared = sp.prepare(session.channel, cmd, h, False, out.properties)
         if prepared.__class__ is RemotingCommand:
             if "busy" in (prepared.remark or ""):
                 raise ProxyError(Code.TOO_MANY_REQUESTS, prepared.remark)

@@ -9,62 +9,35 @@ Inputs (``readers.py``): ``live`` pulls the trace topic from the brokers (``live
 plans per-queue offset ranges, each task pulls its chunks); ``parquet`` is an archive written by
 ``--mode export``; ``raw`` is JSONL trace bodies (tests, offline benchmark).
 
-``--mode analyze`` writes every report table under ``DIR/tables/<name>/`` (Parquet) and ``DIR/csv/<name>.csv``,
-and ``DIR/report.json``. ``--mode export`` appends decoded records to ``--archive`` partitioned by
-``date``/``hour`` and advances the per-queue cursors stored with it (``_mq_cursors.json``), so a re-run
-fetches only what is new; it writes ``DIR/export.json``. Ranges that could not be read are listed under
-``missing`` in both, never skipped silently. Progress goes to stderr as ``MQTRACE stage=<name>
-elapsed=<seconds>`` lines.
+``--mode analyze`` (``analysis.py``) writes every report table under ``DIR/tables/<name>/`` (Parquet) and
+``DIR/csv/<name>.csv``, and ``DIR/report.json``. ``--mode export`` (``archive_export.py``) appends decoded
+records to ``--archive`` partitioned by ``date``/``hour`` and advances the per-queue cursors stored with it
+(``_mq_cursors.json``), so a re-run fetches only what is new; it writes ``DIR/export.json``. Ranges that could
+not be read are listed under ``missing`` in both, never skipped silently. Progress goes to stderr as
+``MQTRACE stage=<name> elapsed=<seconds>`` lines (``stage_progress.py``).
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import os
 import shutil
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor, as_completed
-from typing import Any
 
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
+from mq.trace.analytics.pyspark_path import prefer_installed_pyspark
 
-from mq.trace.analytics import readers as R
-from mq.trace.analytics import summary as S
-from mq.trace.analytics import transforms as T
-from mq.trace.analytics.schema import COLUMNS, PARTITION_COLUMNS
-from mq.trace.live_reader import MISSING_PREFIX, MissingRange, ReadPlan, cursor_key, parse_missing, plan_read
-from mq.trace.spark_submit import PROGRESS_PREFIX
+prefer_installed_pyspark(sys.path)  # before pyspark is imported
 
-REPORT_VERSION = 2
-#: Columns the analysis reads (the archive has more).
-ANALYSIS_COLUMNS = (
-    "trace_type", "timestamp", "group", "topic", "msg_id", "tags", "keys", "store_host", "client_host",
-    "cost_time", "msg_type", "success", "retry_times", "request_id", "context_code", "store_time",
-    "transaction_state", "broker", "queue_id", "trace_store_time", "error",
-)  # fmt: skip
+from mq.trace.analytics.analysis import SCRATCH_DIR, analyze  # noqa: E402
+from mq.trace.analytics.archive_export import export  # noqa: E402
+from mq.trace.analytics.session_settings import (  # noqa: E402
+    SESSION_DEFAULTS, build_session, jvm_start_ms, process_start_ms,
+)
+from mq.trace.analytics.stage_progress import Progress  # noqa: E402
+
 DEFAULT_TRACE_TOPIC = "RMQ_SYS_TRACE_TOPIC"
-#: Scratch copy of the decoded records of a live or raw input, under --out, removed when the job ends.
-SCRATCH_DIR = "_records"
-
-
-class Progress:
-    """Prints ``MQTRACE stage=... elapsed=...`` lines to stderr and keeps the stage timings."""
-
-    def __init__(self) -> None:
-        self.t0 = time.monotonic()
-        self.last = self.t0
-        self.timings: dict[str, float] = {}
-
-    def __call__(self, stage: str, detail: str = "") -> None:
-        now = time.monotonic()
-        self.timings[stage] = round(now - self.last, 3)
-        self.last = now
-        extra = f" {detail}" if detail else ""
-        print(f"{PROGRESS_PREFIX}stage={stage} elapsed={now - self.t0:.2f}{extra}", file=sys.stderr, flush=True)
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -105,357 +78,20 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return a
 
 
-def _namesrv_addrs(args: argparse.Namespace) -> list[str]:
-    return [x.strip() for x in args.namesrv.split(";") if x.strip()]
-
-
-def _missing_of(df: DataFrame) -> list[MissingRange]:
-    """The marker rows of a live read, as ranges."""
-    return [parse_missing(r["error"]) for r in df.where(F.col("error").startswith(MISSING_PREFIX)).select("error")
-            .collect()]
-
-
-def _plan_json(plan: ReadPlan) -> dict[str, Any]:
-    return {"topic": plan.topic, "brokers": plan.brokers, "messages": plan.messages, "chunks": len(plan.chunks),
-            "queues": [{"broker": q.broker, "addr": q.addr, "queue_id": q.queue_id, "start": q.start, "end": q.end,
-                        "min_offset": q.min_offset, "max_offset": q.max_offset} for q in plan.queues]}
-
-
-# ------------------------------------------------------------------------------------------ export
-
-
-def export(spark: SparkSession, args: argparse.Namespace, progress: Progress) -> dict[str, Any]:
-    """Append records to the archive. Live: from each queue's cursor (else ``--since-ms``) to its max
-    offset, then advance the cursors up to the first range not read."""
-    archive = args.archive
-    if args.input_format != "live":
-        records = R.read_raw(spark, args.input) if args.input_format == "raw" else spark.read.parquet(args.input)
-        if args.since_ms is not None or args.until_ms is not None:
-            t = F.coalesce(F.col("timestamp"), F.col("trace_store_time"))
-            lo, hi = args.since_ms or 0, args.until_ms or 2**62
-            records = records.where((t >= lo) & (t < hi) | t.isNull())
-        R.with_partitions(records.select(*COLUMNS)).write.mode("append").partitionBy(*PARTITION_COLUMNS).parquet(archive)
-        progress("export")
-        by_error = {r["error"]: r["count"] for r in _rows(spark.read.parquet(archive).groupBy("error").count())}
-        malformed = sorted(({"error": k, "count": v} for k, v in by_error.items() if k is not None),
-                           key=lambda m: (-m["count"], m["error"]))  # fmt: skip
-        progress("count")
-        return {"records": sum(by_error.values()) - sum(m["count"] for m in malformed), "malformed": malformed,
-                "malformed_total": sum(m["count"] for m in malformed), "path": archive, "missing": []}  # fmt: skip
-    old = R.load_cursors(spark, archive)
-    plan = plan_read(_namesrv_addrs(args), args.trace_topic, args.since_ms, None, cursors=old,
-                     chunk_messages=args.chunk_messages, slack_ms=args.slack_ms)
-    progress("plan", f"messages={plan.messages} chunks={len(plan.chunks)}")
-    df = R.read_live(spark, plan).cache()
-    marker = F.col("error").startswith(MISSING_PREFIX)
-    counts = {(r["k"], r["error"]): r["count"] for r in _rows(
-        df.groupBy(F.when(marker, "missing").when(F.col("error").isNotNull(), "malformed").otherwise("ok").alias("k"),
-                   F.when(~marker, F.col("error")).alias("error")).count())}  # fmt: skip
-    progress("read", f"records={counts.get(('ok', None), 0)}")
-    missing = plan.missing + (_missing_of(df) if any(k == "missing" for k, _ in counts) else [])
-    data = df.where(~marker | F.col("error").isNull())
-    if any(k != "missing" for k, _ in counts):
-        R.with_partitions(data).write.mode("append").partitionBy(*PARTITION_COLUMNS).parquet(archive)
-    progress("export")
-    cursors = dict(old)
-    for q in plan.queues:
-        gaps = [m.start for m in missing if m.broker == q.broker and m.queue_id == q.queue_id
-                and m.start is not None and m.start >= q.start and not m.reason.startswith("expired")]
-        cursors[cursor_key(q.broker, plan.topic, q.queue_id)] = min(gaps) if gaps else q.end
-    R.save_cursors(spark, archive, plan.topic, cursors)
-    df.unpersist()
-    progress("cursors")
-    malformed = sorted(({"error": e, "count": c} for (k, e), c in counts.items() if k == "malformed"),
-                       key=lambda m: (-m["count"], m["error"]))  # fmt: skip
-    return {
-        "records": counts.get(("ok", None), 0), "malformed": malformed,
-        "malformed_total": sum(m["count"] for m in malformed), "path": archive, "plan": _plan_json(plan),
-        "previous_cursors": old, "cursors": cursors, "missing": [m.to_json() for m in missing],
-    }  # fmt: skip
-
-
-# ------------------------------------------------------------------------------------------ analysis
-
-
-def _rows(df: DataFrame) -> list[dict[str, Any]]:
-    return [r.asDict(recursive=True) for r in df.collect()]
-
-
-class _Writer:
-    """Collects each table once, writes it as Parquet under tables/ and as CSV under csv/, keeps its rows.
-
-    Report tables are small, so Spark's per-job latency dominates; ``run`` executes many tables'
-    jobs concurrently from a thread pool (Spark schedules jobs of different threads side by side). The
-    CSV is written from the collected rows on the driver (no second Spark job).
-    """
-
-    def __init__(self, spark: SparkSession, out: str, progress: Progress, threads: int = 4,
-                 write: bool = True) -> None:
-        self.write = write
-        self.spark = spark
-        self.out = out
-        self.progress = progress
-        self.threads = threads
-        self.outputs: dict[str, str] = {}
-        self.csv: dict[str, str] = {}
-
-    def _one(self, name: str, df: DataFrame) -> list[dict[str, Any]]:
-        self.spark.sparkContext.setJobDescription(f"mq trace analyze: table {name}")  # per thread
-        rows = df.collect()
-        if not self.write:
-            return [r.asDict(recursive=True) for r in rows]
-        rel = os.path.join("tables", name)
-        self.spark.createDataFrame(rows, df.schema).coalesce(1).write.mode("overwrite").parquet(
-            os.path.join(self.out, rel)
-        )
-        self.outputs[name] = rel
-        dicts = [r.asDict(recursive=True) for r in rows]
-        self.csv[name] = write_csv(os.path.join(self.out, "csv"), name, df.columns, dicts)
-        return dicts
-
-    def run(self, tables: dict[str, DataFrame]) -> dict[str, list[dict[str, Any]]]:
-        out: dict[str, list[dict[str, Any]]] = {}
-        with ThreadPoolExecutor(self.threads, thread_name_prefix="mq-trace-table") as pool:
-            futures = {pool.submit(self._one, name, df): name for name, df in tables.items()}
-            for fut in as_completed(futures):
-                name = futures[fut]
-                out[name] = fut.result()
-                self.progress(f"table:{name}", f"rows={len(out[name])}")
-        return out
-
-
-def write_csv(directory: str, name: str, columns: list[str], rows: list[dict[str, Any]]) -> str:
-    """``directory/name.csv`` with a header row; nested values as JSON. Returns the relative path."""
-    os.makedirs(directory, exist_ok=True)
-    with open(os.path.join(directory, f"{name}.csv"), "w", encoding="utf-8", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(columns)
-        for r in rows:
-            w.writerow(["" if r.get(c) is None else json.dumps(r[c]) if isinstance(r[c], (dict, list)) else r[c]
-                        for c in columns])
-    return os.path.join("csv", f"{name}.csv")
-
-
-def _pipeline(cur: DataFrame, args: argparse.Namespace) -> dict[str, DataFrame]:
-    """pubs, dels and facts of one window, cached and materialised (so concurrent jobs share them). pubs
-    and dels are cut from one cached per-message aggregation (``transforms.message_summary``)."""
-    msgs = T.message_summary(cur).cache()
-    pubs = T.pub_messages(cur, args.bucket_ms, messages=msgs)
-    dels = T.deliveries(cur, messages=msgs)
-    facts = T.message_group_facts(pubs, dels, T.dead_letter_marks(cur), args.max_reconsume_times).cache()
-    facts.count()
-    return {"pubs": pubs, "dels": dels, "facts": facts, "msgs": msgs}
-
-
-TABLE_NAMES = (
-    "completeness", "send_latency_by_topic", "send_latency_by_group", "send_latency_by_store_host",
-    "send_latency_series", "delivery_lag", "delivery_lag_series", "consume_cost", "context_codes", "slowest_hosts",
-    "retry_histogram", "top_failed_messages", "top_failed_keys", "stuck_unconsumed", "stuck_unfinished",
-    "duplicates", "hot_keys", "hot_tags", "store_host_skew", "trace_queue_skew", "trace_health", "clock_skew_hosts",
-    "regressions",
-)  # fmt: skip
-_EMPTY_HEALTH = {"messages": 0, "complete": 0, "complete_share": None, "orphan_deliveries": 0, "negative_lag": 0,
-                 "negative_e2e": 0}
-
-
-def _load(spark: SparkSession, args: argparse.Namespace, lo: int, progress: Progress
-          ) -> tuple[DataFrame, dict[str, Any]]:
-    """The input's records of [lo, until) plus live marker rows, and the input's description."""
-    info: dict[str, Any] = {"format": args.input_format}
-    if args.input_format == "live":
-        plan = plan_read(_namesrv_addrs(args), args.trace_topic, lo, args.until_ms,
-                         chunk_messages=args.chunk_messages, slack_ms=args.slack_ms)
-        info.update(_plan_json(plan), namesrv=args.namesrv)
-        info["_missing"] = plan.missing
-        progress("plan", f"messages={plan.messages} chunks={len(plan.chunks)} missing={len(plan.missing)}")
-        loaded = R.read_live(spark, plan)
-    elif args.input_format == "raw":
-        info["path"] = args.input
-        loaded = R.read_raw(spark, args.input)
-    else:
-        info["path"] = args.input
-        loaded = R.read_archive(spark, args.input, lo, args.until_ms)
-    event = F.coalesce(F.col("timestamp"), F.col("trace_store_time"))
-    keep = ((event >= lo) & (event < args.until_ms)) | F.col("error").startswith(MISSING_PREFIX)
-    if args.input_format == "parquet":
-        return loaded.select(*ANALYSIS_COLUMNS).where(keep), info
-    # Live and raw input are pulled and decoded once, into a scratch Parquet copy under --out that the
-    # analysis then reads like an archive: each pass reads only the columns it needs. Measured per million
-    # records: writing it 5.5 s, and a pass over it about half the time of a pass over Spark's compressed
-    # in-memory cache (which also takes longer to build). The window filter is applied when the copy is
-    # read, not before it is written: Spark pushes a filter into the projection below it, so filtering the
-    # freshly decoded rows would evaluate the decoding expressions (error, timestamp) once more for the
-    # filter; at 5 M live records that made decoding four times as slow (24 s -> 95 s).
-    scratch = os.path.join(args.out, SCRATCH_DIR)
-    loaded.select(*ANALYSIS_COLUMNS).write.mode("overwrite").parquet(scratch)
-    return spark.read.parquet(scratch).where(keep), info
-
-
-def analyze(spark: SparkSession, args: argparse.Namespace, progress: Progress) -> dict[str, Any]:
-    length = args.until_ms - args.since_ms
-    prev_since = args.since_ms - length
-    lo = args.since_ms if args.no_compare else prev_since
-    loaded, info = _load(spark, args, lo, progress)
-    missing: list[MissingRange] = info.pop("_missing", [])
-    # One pass over the input: record counts per window, type and malformed reason, marker rows, and every
-    # record-level report table (summary.record_summary); the summary is small, keep it.
-    summary = S.record_summary(loaded, args.bucket_ms, args.since_ms, stats=True).cache()
-    stats = _rows(summary.where(F.col("section") == "records").select("w", "s1", "s2", "n"))
-    by_type: dict[str, int] = {}
-    malformed: dict[str, int] = {}
-    previous = 0
-    for r in stats:
-        e, n = r["s2"], r["n"]
-        if e is not None and e.startswith(MISSING_PREFIX):
-            missing.append(parse_missing(e))
-        elif r["w"] == "prev":
-            previous += n if e is None else 0
-        elif e is not None:
-            malformed[e] = malformed.get(e, 0) + n
-        else:
-            by_type[r["s1"]] = by_type.get(r["s1"], 0) + n
-    in_window = sum(by_type.values())
-    progress("load", f"records={in_window} previous={previous} missing={len(missing)}")
-    info["missing"] = [m.to_json() for m in missing]
-    result: dict[str, Any] = {
-        "version": REPORT_VERSION,
-        "window": {"since_ms": args.since_ms, "until_ms": args.until_ms, "grace_ms": args.grace_ms,
-                   "bucket_ms": args.bucket_ms, "max_reconsume_times": args.max_reconsume_times},
-        "input": info,
-        "missing": info["missing"],
-        "records": {"in_window": in_window, "by_type": by_type, "malformed_total": sum(malformed.values()),
-                    "malformed": [{"error": k, "count": v}
-                                  for k, v in sorted(malformed.items(), key=lambda kv: (-kv[1], kv[0]))]},
-    }  # fmt: skip
-    compare = not args.no_compare and previous > 0
-    if in_window == 0:
-        r: dict[str, list[dict[str, Any]]] = {name: [] for name in TABLE_NAMES}
-        r["trace_health"] = [dict(_EMPTY_HEALTH)]
-        result["empty"] = True
-        result["sections"] = _sections(r, args, prev_since if compare else None)
-        result["outputs"] = {}
-        loaded.unpersist()
-        summary.unpersist()
-        return result
-    cur = T.in_window(loaded, args.since_ms, args.until_ms)
-    p = _pipeline(cur, args)
-    pubs, dels, facts = p["pubs"], p["dels"], p["facts"]
-    unpaired = T.unpaired_msg_ids(p["msgs"]).cache()  # counted, so its size is known when joins are planned
-    unpaired.count()
-    progress("prepare")
-    until, grace, top = args.until_ms, args.grace_ms, args.top
-    lat = {k: T.send_latency(cur, [k], summary=summary) for k in ("topic", "group", "store_host")}
-    lag, cost = T.delivery_lag(facts), T.consume_cost(cur, summary=summary)
-    tables: dict[str, DataFrame] = {
-        "completeness": T.completeness_ledger(pubs, facts, until, grace),
-        "send_latency_by_topic": lat["topic"],
-        "send_latency_by_group": lat["group"],
-        "send_latency_by_store_host": lat["store_host"],
-        "send_latency_series": T.send_latency_series(cur, args.bucket_ms, summary=summary),
-        "delivery_lag": lag,
-        "delivery_lag_series": T.delivery_lag_series(facts),
-        "consume_cost": cost,
-        "context_codes": T.context_codes(cur, summary=summary),
-        "slowest_hosts": T.slowest_hosts(cur, top, summary=summary),
-        "retry_histogram": T.retry_histogram(dels),
-        "top_failed_messages": T.top_failed_messages(dels, top),
-        "top_failed_keys": T.top_failed_keys(cur, top, summary=summary),
-        "stuck_unconsumed": T.stuck_unconsumed(facts, until, grace),
-        "stuck_unfinished": T.stuck_unfinished(cur, until, grace, candidates=unpaired),
-        "duplicates": T.duplicates(dels),
-        "hot_keys": T.hot_keys(pubs, top),
-        "hot_tags": T.hot_tags(pubs, top),
-        "store_host_skew": T.store_host_skew(pubs),
-        "trace_queue_skew": T.trace_queue_skew(cur, summary=summary),
-        "trace_health": T.trace_health(pubs, dels, facts),
-        "clock_skew_hosts": T.clock_skew_hosts(facts),
-    }
-    if compare:
-        prev = T.in_window(loaded, prev_since, args.since_ms)
-        psum = S.previous_window(summary)
-        pp = _pipeline(prev, args)
-        frames = [
-            T.regressions(lat["topic"], T.send_latency(prev, ["topic"], summary=psum), "send_latency", ["topic"],
-                          ["cost_p99", "failure_rate"]),
-            T.regressions(lag, T.delivery_lag(pp["facts"]), "delivery_lag", ["group"], ["lag_p99", "e2e_p99"]),
-            T.regressions(cost, T.consume_cost(prev, summary=psum), "consume_cost", ["group"],
-                          ["cost_p99", "failure_rate"]),
-        ]  # fmt: skip
-        tables["regressions"] = T.order_regressions(frames, top)
-        progress("prepare_previous")
-    w = _Writer(spark, args.out, progress, write=not args.no_tables)
-    r = w.run(tables)
-    progress("tables")
-    for frame in (loaded, summary, unpaired):
-        frame.unpersist()
-    result["sections"] = _sections(r, args, prev_since if compare else None)
-    result["outputs"] = dict(sorted(w.outputs.items()))
-    result["csv"] = dict(sorted(w.csv.items()))
-    return result
-
-
-def _sections(r: dict[str, list[dict[str, Any]]], args: argparse.Namespace, prev_since: int | None
-              ) -> dict[str, Any]:
-    unconsumed, unfinished, dups = r["stuck_unconsumed"], r["stuck_unfinished"], r["duplicates"]
-    return {
-        "completeness": {"rows": r["completeness"]},
-        "send_latency": {
-            "by_topic": r["send_latency_by_topic"], "by_group": r["send_latency_by_group"],
-            "by_store_host": r["send_latency_by_store_host"], "series": r["send_latency_series"],
-        },
-        "delivery_lag": {"by_group": r["delivery_lag"], "series": r["delivery_lag_series"]},
-        "consume_cost": {"by_group": r["consume_cost"], "context_codes": r["context_codes"],
-                         "slowest_hosts": r["slowest_hosts"]},
-        "retries": {"histogram": r["retry_histogram"], "top_messages": r["top_failed_messages"],
-                    "top_keys": r["top_failed_keys"]},
-        "stuck": {
-            "unconsumed_total": len(unconsumed), "unconsumed": unconsumed[: args.top_ids],
-            "unfinished_total": len(unfinished), "unfinished": unfinished[: args.top_ids],
-        },
-        "duplicates": {"total": len(dups), "extra_deliveries": sum(d["successes"] - 1 for d in dups),
-                       "rows": dups[: args.top_ids]},
-        "hot": {"keys": r["hot_keys"], "tags": r["hot_tags"], "store_hosts": r["store_host_skew"],
-                "trace_queues": r["trace_queue_skew"]},
-        "health": {**r["trace_health"][0], "skewed_hosts": r["clock_skew_hosts"]},
-        "regressions": {"previous_since_ms": prev_since, "rows": r.get("regressions", [])},
-    }  # fmt: skip
-
-
-#: SQL settings the job applies unless spark-submit was given them.
-SESSION_DEFAULTS = {
-    # percentile_approx runs in an object hash aggregation (summary.record_summary, the latency tables): keep
-    # it hash-based for this many keys per task before Spark falls back to sorting (its default, 128, sorts
-    # as soon as the failed-key or time-bucket sections have more than a handful of keys).
-    "spark.sql.objectHashAggregate.sortBased.fallbackThreshold": "400000",
-    # The per-message aggregation is cached and read by every later step; uncompressed, at 5 M records its
-    # cache took 21 s to build instead of 24 s, and the facts join, hot keys and duplicates read it in
-    # 12.1 s instead of 15.4 s (alternating runs in one JVM).
-    "spark.sql.inMemoryColumnarStorage.compressed": "false",
-}
-
-
-def build_session(app_name: str = "mq-trace-analyze") -> SparkSession:
-    spark = (
-        SparkSession.builder.appName(app_name)
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.requireAllClusterKeysForCoPartition", "false")
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("WARN")
-    return spark
-
-
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    session_start_ms = int(time.time() * 1000)
     progress = Progress()
     spark = build_session()
-    if args.shuffle_partitions or not spark.sparkContext.getConf().contains("spark.sql.shuffle.partitions"):
+    startup = {"jvm_start_ms": jvm_start_ms(spark), "python_start_ms": process_start_ms(),
+               "session_start_ms": session_start_ms}
+    submitted = spark.sparkContext.getConf()  # a copy, made once: each read of it is a call into the JVM
+    if args.shuffle_partitions or not submitted.contains("spark.sql.shuffle.partitions"):
         # The report tables are small: one task per core beats more, smaller ones (measured on local[2]).
         parts = args.shuffle_partitions or max(2, spark.sparkContext.defaultParallelism)
         spark.conf.set("spark.sql.shuffle.partitions", str(parts))
     for key, value in SESSION_DEFAULTS.items():
-        if not spark.sparkContext.getConf().contains(key):
+        if not submitted.contains(key):
             spark.conf.set(key, value)
     progress("session")
     os.makedirs(args.out, exist_ok=True)
@@ -464,6 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         shutil.rmtree(os.path.join(args.out, SCRATCH_DIR), ignore_errors=True)
     result["timings"] = progress.timings
+    result["startup"] = startup
     name = "export.json" if args.mode == "export" else "report.json"
     with open(os.path.join(args.out, name), "w", encoding="utf-8") as f:
         json.dump(result, f, indent=1, default=str)

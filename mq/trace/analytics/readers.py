@@ -1,7 +1,8 @@
 """The job's three inputs as record DataFrames, and the archive's cursor file.
 
 - ``read_live``: the trace topic pulled from the brokers, one Spark task per group of ``Chunk`` s of a
-  ``live_reader.ReadPlan`` (missing ranges come back as marker rows, see ``live_reader``);
+  ``live_reader.ReadPlan`` (missing ranges come back as marker rows, see ``live_reader``); ``read_in_driver``
+  the same for a small plan on a local master, pulled by the driver;
 - ``read_archive``: the Parquet archive (``schema.FIELDS`` + ``date``/``hour`` partitions);
 - ``read_raw``: JSONL trace bodies (``{"broker", "queue_id", "queue_offset", "store_time", "born_host",
   "compressed", "body": base64}`` per line), used by tests and the offline benchmark.
@@ -24,8 +25,10 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from mq.trace.analytics.schema import TraceBody, spark_schema
-from mq.trace.analytics.sql_decode import body_rows, body_schema, decode_bodies, marker_body_row
-from mq.trace.live_reader import Chunk, MissingRange, ReadPlan, missing_marker_row, read_chunk
+from mq.trace.analytics.sql_decode import BODY_FIELDS, body_rows, body_schema, decode_bodies, marker_body_row
+from mq.trace.live_reader import (
+    MISSING_PREFIX, Chunk, MissingRange, ReadPlan, missing_marker_row, parse_missing, read_chunk,
+)
 
 CURSOR_FILE = "_mq_cursors.json"
 CURSOR_VERSION = 1
@@ -91,6 +94,20 @@ def read_live(spark: SparkSession, plan: ReadPlan, partitions: int = 0) -> DataF
     return decode_bodies(spark.createDataFrame(rdd, body_schema(), verifySchema=False))
 
 
+def read_in_driver(spark: SparkSession, plan: ReadPlan, path: str) -> DataFrame:
+    """``read_live`` of a small plan on a local master, with no Spark task: the driver pulls the chunks itself
+    (``bodies_of_chunks``, as the tasks would) and hands the body rows to Spark as a JSON-lines file at
+    ``path``, which the JVM reads without starting a Python worker. Records are decoded in SQL as in
+    ``read_live``."""
+    names = [name for name, _ in BODY_FIELDS]
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    with open(path, "w", encoding="utf-8") as f:
+        for row in bodies_of_chunks(plan.chunks):
+            f.write(json.dumps(dict(zip(names, row)), ensure_ascii=False))
+            f.write("\n")
+    return decode_bodies(spark.read.schema(body_schema()).option("mode", "FAILFAST").json(path))
+
+
 def read_archive(spark: SparkSession, path: str, since_ms: int, until_ms: int) -> DataFrame:
     """The Parquet archive, pruned to the date partitions that can hold [since_ms, until_ms)."""
     df = spark.read.schema(archive_schema()).parquet(path)
@@ -110,6 +127,27 @@ def with_partitions(records: DataFrame) -> DataFrame:
     """Adds ``date`` (UTC yyyy-MM-dd) and ``hour`` of the event time (timestamp, else trace store time)."""
     t = F.timestamp_millis(F.coalesce(F.col("timestamp"), F.col("trace_store_time"), F.lit(0)))
     return records.withColumn("date", F.date_format(t, "yyyy-MM-dd")).withColumn("hour", F.hour(t))
+
+
+# ------------------------------------------------------------------------------- live plans and gaps
+
+
+def namesrv_list(text: str) -> list[str]:
+    """Name server addresses of a ``;``-separated list."""
+    return [x.strip() for x in text.split(";") if x.strip()]
+
+
+def missing_of(df: DataFrame) -> list[MissingRange]:
+    """The marker rows of a live read, as ranges."""
+    return [parse_missing(r["error"]) for r in df.where(F.col("error").startswith(MISSING_PREFIX)).select("error")
+            .collect()]
+
+
+def plan_json(plan: ReadPlan) -> dict[str, Any]:
+    """A read plan as the report and export.json show it."""
+    return {"topic": plan.topic, "brokers": plan.brokers, "messages": plan.messages, "chunks": len(plan.chunks),
+            "queues": [{"broker": q.broker, "addr": q.addr, "queue_id": q.queue_id, "start": q.start, "end": q.end,
+                        "min_offset": q.min_offset, "max_offset": q.max_offset} for q in plan.queues]}
 
 
 # ------------------------------------------------------------------------------- Hadoop FS text files

@@ -34,11 +34,11 @@ its provenance and ``error``; nothing here raises for bad data (ANSI-safe: ``get
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from pyspark.sql import Column, DataFrame
-from pyspark.sql import functions as F
+from pyspark.sql import DataFrame
 
 from mq.trace.analytics.schema import COLUMNS, TraceBody
 from mq.trace.encoder import TraceDecodeError, body_text
@@ -95,114 +95,124 @@ def marker_body_row(error: str) -> tuple[Any, ...]:
 # ---------------------------------------------------------------------------------------- decoding
 
 
-def _is_int(c: Column, kind: str) -> Column:
+# The decoding is written as Spark SQL text, one string per column: built with the Column API, each of its
+# ~2,000 operations is a call from Python into the JVM (and another when Python frees the Column), about
+# 5,000 round trips that took seconds on a busy 2-core machine before Spark had run anything. The text is
+# parsed in the JVM in one call per projection.
+
+
+def _is_int(c: str, kind: str) -> str:
     """``[+-]?[0-9]+`` within the range of ``kind`` (int/bigint), as ``Integer.parseInt`` / ``Long.parseLong``
     (NULL counts as not a number). ``try_cast`` also takes surrounding whitespace and a fraction ("1.5"):
     checking the first and last characters and the absence of a dot rules those out, and is several times
     cheaper than a regular expression per field."""
-    first, last = F.substring(c, 1, 1), F.substring(c, -1, 1)
-    digit_or_sign = first.between("0", "9") | (first == "+") | (first == "-")
-    valid = c.try_cast(kind).isNotNull() & digit_or_sign & last.between("0", "9") & ~c.contains(".")
-    return F.coalesce(valid, F.lit(False))
+    first, last = f"substring({c}, 1, 1)", f"substring({c}, -1, 1)"
+    digit_or_sign = f"({first} BETWEEN '0' AND '9' OR {first} = '+' OR {first} = '-')"
+    valid = (f"try_cast({c} AS {kind}) IS NOT NULL AND {digit_or_sign} AND {last} BETWEEN '0' AND '9' "
+             f"AND NOT contains({c}, '.')")  # fmt: skip
+    return f"coalesce({valid}, false)"
 
 
-def _opt(c: Column) -> Column:
+def _opt(c: str) -> str:
     """The text ``null`` (Java's rendering of a null string) -> NULL."""
-    return F.when(c != "null", c)
+    return f"CASE WHEN {c} != 'null' THEN {c} END"
 
 
-def _bool(c: Column) -> Column:
-    return F.lower(c) == "true"
+#: The spellings of "true" in any letter case: ``Boolean.parseBoolean`` and the Python decoder's
+#: ``text.lower() == "true"`` (no other character lower-cases to one of these letters). A list, not
+#: ``lower()``: Spark 4 lower-cases through ICU, whose start-up alone cost about a second.
+_TRUE = ", ".join(f"'{''.join(p)}'" for p in itertools.product(*((ch, ch.upper()) for ch in "true")))
 
 
-def _first(*cases: tuple[Column, str]) -> Column:
+def _bool(c: str) -> str:
+    return f"({c} IN ({_TRUE}))"
+
+
+def _first(*cases: tuple[str, str]) -> str:
     """The reason of the first case whose condition holds, else NULL."""
-    out = F.when(cases[0][0], F.lit(cases[0][1]))
-    for cond, reason in cases[1:]:
-        out = out.when(cond, F.lit(reason))
-    return out
+    return "CASE " + " ".join(f"WHEN {cond} THEN '{reason}'" for cond, reason in cases) + " END"
 
 
 def decode_bodies(bodies: DataFrame) -> DataFrame:
     """Body rows -> record rows in ``schema.COLUMNS`` order (malformed records as error rows)."""
-    exploded = bodies.select(
+    exploded = bodies.selectExpr(
         "broker", "queue_id", "queue_offset", "trace_store_time", "born_host", "error",
-        F.explode_outer(F.split("text", "\x02", -1)).alias("rec"),
+        "explode_outer(split(text, '\\u0002', -1)) AS rec",
     )  # fmt: skip
     # A body error is one record; an empty piece is skipped (``text`` holds no final terminator).
-    kept = exploded.where(F.col("error").isNotNull() | (F.col("rec") != ""))
-    f = F.split("rec", "\x01", -1)
-    fields = kept.select(
-        "broker", "queue_id", "queue_offset", "trace_store_time", "born_host", F.col("error").alias("body_error"),
-        F.size(f).alias("n"), *[F.get(f, i).alias(f"f{i}") for i in range(15)],
+    kept = exploded.where("error IS NOT NULL OR rec != ''")
+    f = "split(rec, '\\u0001', -1)"
+    fields = kept.selectExpr(
+        "broker", "queue_id", "queue_offset", "trace_store_time", "born_host", "error AS body_error",
+        f"size({f}) AS n", *[f"get({f}, {i}) AS f{i}" for i in range(15)],
     )  # fmt: skip
     return _records(fields)
 
 
 def _records(d: DataFrame) -> DataFrame:
-    n, t = F.col("n"), F.col("f0")
-    c = {i: F.col(f"f{i}") for i in range(15)}
-    pub, sb, sa, tx = t == "Pub", t == "SubBefore", t == "SubAfter", t == "EndTransaction"
-    msg_type_pub, msg_type_tx = c[11].try_cast("int"), c[9].try_cast("int")
+    n, t = "n", "f0"
+    c = {i: f"f{i}" for i in range(15)}
+    pub, sb, sa, tx = f"{t} = 'Pub'", f"{t} = 'SubBefore'", f"{t} = 'SubAfter'", f"{t} = 'EndTransaction'"
+    msg_type_pub, msg_type_tx = f"try_cast({c[11]} AS int)", f"try_cast({c[9]} AS int)"
     pub_err = _first(
-        (n < 12, "too_few_fields"), (~_is_int(c[9], "int"), "bad_number"), (~_is_int(c[11], "int"), "bad_number"),
-        (~msg_type_pub.between(0, _MSG_TYPES - 1), "bad_enum"), (~_is_int(c[1], "bigint"), "bad_number"),
-        (~_is_int(c[10], "int"), "bad_number"),
+        (f"{n} < 12", "too_few_fields"), (f"NOT {_is_int(c[9], 'int')}", "bad_number"),
+        (f"NOT {_is_int(c[11], 'int')}", "bad_number"),
+        (f"NOT ({msg_type_pub} BETWEEN 0 AND {_MSG_TYPES - 1})", "bad_enum"),
+        (f"NOT {_is_int(c[1], 'bigint')}", "bad_number"), (f"NOT {_is_int(c[10], 'int')}", "bad_number"),
     )  # fmt: skip
-    sb_err = _first((n < 8, "too_few_fields"), (~_is_int(c[6], "int"), "bad_number"),
-                    (~_is_int(c[1], "bigint"), "bad_number"))  # fmt: skip
+    sb_err = _first((f"{n} < 8", "too_few_fields"), (f"NOT {_is_int(c[6], 'int')}", "bad_number"),
+                    (f"NOT {_is_int(c[1], 'bigint')}", "bad_number"))  # fmt: skip
     sa_err = _first(
-        (n < 6, "too_few_fields"), ((n >= 7) & ~_is_int(c[6], "int"), "bad_number"),
-        ((n >= 9) & ~_is_int(c[7], "bigint"), "bad_number"), (~_is_int(c[3], "int"), "bad_number"),
+        (f"{n} < 6", "too_few_fields"), (f"{n} >= 7 AND NOT {_is_int(c[6], 'int')}", "bad_number"),
+        (f"{n} >= 9 AND NOT {_is_int(c[7], 'bigint')}", "bad_number"), (f"NOT {_is_int(c[3], 'int')}", "bad_number"),
     )  # fmt: skip
+    states = ", ".join(f"'{st}'" for st in _TX_STATES)
     tx_err = _first(
-        (n < 13, "too_few_fields"), (~c[11].isin(*_TX_STATES), "bad_enum"), (~_is_int(c[9], "int"), "bad_number"),
-        (~msg_type_tx.between(0, _MSG_TYPES - 1), "bad_enum"), (~_is_int(c[1], "bigint"), "bad_number"),
+        (f"{n} < 13", "too_few_fields"), (f"NOT ({c[11]} IN ({states}))", "bad_enum"),
+        (f"NOT {_is_int(c[9], 'int')}", "bad_number"),
+        (f"NOT ({msg_type_tx} BETWEEN 0 AND {_MSG_TYPES - 1})", "bad_enum"),
+        (f"NOT {_is_int(c[1], 'bigint')}", "bad_number"),
     )  # fmt: skip
-    record_err = (F.when(pub, pub_err).when(sb, sb_err).when(sa, sa_err).when(tx, tx_err)
-                  .otherwise(F.lit("unknown_type")))  # fmt: skip
-    err = F.coalesce(F.col("body_error"), record_err)
-    d = d.withColumn("error", err)
-    ok = F.col("error").isNull()
+    record_err = (f"CASE WHEN {pub} THEN {pub_err} WHEN {sb} THEN {sb_err} WHEN {sa} THEN {sa_err} "
+                  f"WHEN {tx} THEN {tx_err} ELSE 'unknown_type' END")  # fmt: skip
+    d = d.selectExpr("*", f"coalesce(body_error, {record_err}) AS error")
 
-    def on(cond: Column, value: Column | None) -> Column:
+    def on(cond: str, value: str) -> str:
         """``value`` for a well-formed record of the types in ``cond``, else NULL."""
-        return F.when(ok & cond, value) if value is not None else F.lit(None)
+        return f"CASE WHEN error IS NULL AND ({cond}) THEN {value} END"
 
-    has_topic = pub | tx
-    ts = F.when(sa, F.when(n >= 9, c[7].try_cast("bigint"))).otherwise(c[1].try_cast("bigint"))
-    cost = F.when(pub, c[10].try_cast("int")).when(sa, c[3].try_cast("int"))
-    pub_success = F.when(n == 12, F.lit(True)).when(n == 13, _bool(c[12])).otherwise(_bool(c[13]))
+    has_topic = f"{pub} OR {tx}"
+    ts = f"CASE WHEN {sa} THEN CASE WHEN {n} >= 9 THEN try_cast({c[7]} AS bigint) END ELSE try_cast({c[1]} AS bigint) END"
+    cost = f"CASE WHEN {pub} THEN try_cast({c[10]} AS int) WHEN {sa} THEN try_cast({c[3]} AS int) END"
+    pub_success = f"CASE WHEN {n} = 12 THEN true WHEN {n} = 13 THEN {_bool(c[12])} ELSE {_bool(c[13])} END"
     cols = {
-        "trace_type": on(F.lit(True), t),
-        "timestamp": on(F.lit(True), ts),
-        "region_id": on(~sa, _opt(c[2])),
-        "region_name": F.lit(None).cast("string"),
-        "group": on(F.lit(True), F.when(sa, F.when((n >= 9) & (c[8] != ""), c[8])).otherwise(c[3])),
+        "trace_type": on("true", t),
+        "timestamp": on("true", ts),
+        "region_id": on(f"NOT ({sa})", _opt(c[2])),
+        "region_name": "CAST(NULL AS string)",
+        "group": on("true", f"CASE WHEN {sa} THEN CASE WHEN {n} >= 9 AND {c[8]} != '' THEN {c[8]} END ELSE {c[3]} END"),
         "topic": on(has_topic, c[4]),
-        "msg_id": on(F.lit(True), F.when(sa, c[2]).otherwise(c[5])),
+        "msg_id": on("true", f"CASE WHEN {sa} THEN {c[2]} ELSE {c[5]} END"),
         "tags": on(has_topic, _opt(c[6])),
-        "keys": on(F.lit(True), _opt(F.when(sa, c[5]).otherwise(c[7]))),
+        "keys": on("true", _opt(f"(CASE WHEN {sa} THEN {c[5]} ELSE {c[7]} END)")),
         "store_host": on(has_topic, c[8]),
-        "client_host": on(F.lit(True), F.when(pub & (n >= 15), c[14]).otherwise(F.col("born_host"))),
-        "body_length": on(pub, c[9].try_cast("int")),
-        "cost_time": on(pub | sa, cost),
-        "msg_type": on(has_topic, F.when(pub, msg_type_pub).otherwise(msg_type_tx)),
-        "offset_msg_id": on(pub, F.when(n >= 14, c[12]).otherwise(F.lit(""))),
-        "success": on(pub | sa, F.when(pub, pub_success).otherwise(_bool(c[4]))),
-        "retry_times": on(sb, c[6].try_cast("int")),
-        "request_id": on(sb | sa, F.when(sb, c[4]).otherwise(c[1])),
-        "context_code": on(sa, F.when(n >= 7, c[6].try_cast("int")).otherwise(F.lit(0))),
+        "client_host": on("true", f"CASE WHEN {pub} AND {n} >= 15 THEN {c[14]} ELSE born_host END"),
+        "body_length": on(pub, f"try_cast({c[9]} AS int)"),
+        "cost_time": on(f"{pub} OR {sa}", cost),
+        "msg_type": on(has_topic, f"CASE WHEN {pub} THEN {msg_type_pub} ELSE {msg_type_tx} END"),
+        "offset_msg_id": on(pub, f"CASE WHEN {n} >= 14 THEN {c[12]} ELSE '' END"),
+        "success": on(f"{pub} OR {sa}", f"CASE WHEN {pub} THEN {pub_success} ELSE {_bool(c[4])} END"),
+        "retry_times": on(sb, f"try_cast({c[6]} AS int)"),
+        "request_id": on(f"{sb} OR {sa}", f"CASE WHEN {sb} THEN {c[4]} ELSE {c[1]} END"),
+        "context_code": on(sa, f"CASE WHEN {n} >= 7 THEN try_cast({c[6]} AS int) ELSE 0 END"),
         # timeStamp + costTime / 2 with Python's floor division; NULL rather than a long overflow.
-        "store_time": on(pub, F.try_add(ts, F.floor(cost / F.lit(2)).cast("bigint"))),
+        "store_time": on(pub, f"try_add({ts}, CAST(floor(({cost}) / 2) AS bigint))"),
         "transaction_id": on(tx, _opt(c[10])),
         "transaction_state": on(tx, c[11]),
         "from_check": on(tx, _bool(c[12])),
     }
     types = dict(_SQL_TYPES)
-    return d.select(
-        *[(cols[name] if name in cols else F.col(name)).cast(types[name]).alias(name) for name in COLUMNS]
-    )
+    return d.selectExpr(*[f"CAST(({cols.get(name, f'`{name}`')}) AS {types[name]}) AS `{name}`" for name in COLUMNS])
 
 
 def _sql_types() -> tuple[tuple[str, str], ...]:

@@ -47,60 +47,51 @@ def record_summary(records: DataFrame, bucket_ms: int = 600_000, since_ms: int |
     ``w`` is the window: ``prev`` for records whose event time is before ``since_ms``, else ``cur``.
     ``stats``: also one ``records`` row per (w, trace_type in s1, error in s2) over every row, malformed
     and marker rows included (the job's record counts)."""
-    event = F.coalesce(F.col("timestamp"), F.col("trace_store_time"))
-    w = F.lit("cur") if since_ms is None else F.when(event < since_ms, "prev").otherwise("cur")
-    tt = F.col("trace_type")
-    pub, after = tt == "Pub", tt == "SubAfter"
-    fail, cost = ~F.col("success"), F.col("cost_time")
+    # Written as SQL text: the same expressions built as Columns cost ~600 calls into the JVM (see sql_decode).
+    event = "coalesce(timestamp, trace_store_time)"
+    w = "'cur'" if since_ms is None else f"CASE WHEN {event} < {int(since_ms)} THEN 'prev' ELSE 'cur' END"
+    pub, after = "trace_type = 'Pub'", "trace_type = 'SubAfter'"
+    ok = "error IS NULL"
 
-    def row(section: str, s1: Column | None = None, s2: Column | None = None, s3: Column | None = None,
-            n1: Column | None = None) -> Column:
-        none_s, none_n = F.lit(None).cast("string"), F.lit(None).cast("long")
-        return F.struct(F.lit(section).alias("section"), (none_s if s1 is None else s1).alias("s1"),
-                        (none_s if s2 is None else s2).alias("s2"), (none_s if s3 is None else s3).alias("s3"),
-                        (none_n if n1 is None else n1.cast("long")).alias("n1"))  # fmt: skip
+    def row(section: str, s1: str | None = None, s2: str | None = None, s3: str | None = None,
+            n1: str | None = None) -> str:
+        none_s = "CAST(NULL AS string)"
+        return (f"named_struct('section', '{section}', 's1', {s1 or none_s}, 's2', {s2 or none_s}, 's3', "
+                f"{s3 or none_s}, 'n1', CAST({n1 or 'NULL'} AS bigint))")  # fmt: skip
 
-    ts = F.col("timestamp")
-    pub_rows = F.array(row("pub_topic", F.col("topic")), row("pub_group", F.col("group")),
-                       row("pub_store", F.col("store_host")), row("pub_series", n1=ts - ts % F.lit(bucket_ms)))
-    after_rows = F.array(row("after_group", F.col("group")),
-                         row("after_code", F.col("group"), F.col("client_host"), n1=F.col("context_code")),
-                         row("after_host", F.col("client_host")))  # fmt: skip
-    tokens = F.filter(F.split(F.col("keys"), " "), lambda k: k != "")
-    key_rows = F.transform(tokens, lambda k: row("failed_key", k))
-    empty = F.array().cast("array<struct<section:string,s1:string,s2:string,s3:string,n1:bigint>>")
-    ok = F.col("error").isNull()
+    pub_rows = (f"array({row('pub_topic', 'topic')}, {row('pub_group', '`group`')}, {row('pub_store', 'store_host')}, "
+                f"{row('pub_series', n1=f'timestamp - timestamp % {int(bucket_ms)}')})")  # fmt: skip
+    after_rows = (f"array({row('after_group', '`group`')}, "
+                  f"{row('after_code', '`group`', 'client_host', n1='context_code')}, "
+                  f"{row('after_host', 'client_host')})")  # fmt: skip
+    key_rows = f"transform(filter(split(keys, ' '), k -> k != ''), k -> {row('failed_key', 'k')})"
+    empty = "CAST(array() AS array<struct<section:string,s1:string,s2:string,s3:string,n1:bigint>>)"
     # Rows that need cost percentiles (Pub, SubAfter) go through one aggregation; rows that only count go
     # through another whose buffers are plain numbers (Spark's fast hash aggregation).
-    timed = F.concat(
-        F.when(pub, pub_rows).otherwise(empty),
-        F.when(after, after_rows).otherwise(empty),
-    )
-    counted = F.concat(
-        F.when(ok & after & fail & F.col("keys").isNotNull(), key_rows).otherwise(empty),
-        F.when(ok, F.array(row("queue", F.col("broker"), n1=F.col("queue_id")))).otherwise(empty),
-        F.array(row("records", tt, F.col("error"))) if stats else empty,
-    )
+    timed = f"concat(CASE WHEN {pub} THEN {pub_rows} ELSE {empty} END, CASE WHEN {after} THEN {after_rows} ELSE {empty} END)"
+    records_rows = f"array({row('records', 'trace_type', 'error')})" if stats else empty
+    counted = (f"concat(CASE WHEN {ok} AND {after} AND NOT success AND keys IS NOT NULL THEN {key_rows} "
+               f"ELSE {empty} END, CASE WHEN {ok} THEN array({row('queue', 'broker', n1='queue_id')}) ELSE {empty} END, "
+               f"{records_rows})")  # fmt: skip
     keys = ("w", "r.section", "r.s1", "r.s2", "r.s3", "r.n1")
-    arr = F.percentile_approx("v", list(PERCENTILES), ACCURACY)
+    pcts = ", ".join(f"{p}D" for p in PERCENTILES)
     with_costs = (
-        records.where(ok & (pub | after))
-        .select(w.alias("w"), F.explode(timed).alias("r"), cost.alias("v"), fail.alias("fail"))
+        records.where(f"{ok} AND ({pub} OR {after})")
+        .selectExpr(f"{w} AS w", f"explode({timed}) AS r", "cost_time AS v", "NOT success AS fail")
         .groupBy(*keys)
-        .agg(
-            F.count(F.lit(1)).alias("n"),
-            F.count(F.when(F.col("fail"), 1)).alias("failures"),
-            *[arr[i].alias(f"v_p{int(p * 100)}") for i, p in enumerate(PERCENTILES)],
-            F.max("v").alias("v_max"),
-        )
+        .agg(*[F.expr(a) for a in (
+            "count(1) AS n", "count(CASE WHEN fail THEN 1 END) AS failures",
+            *[f"percentile_approx(v, array({pcts}), {ACCURACY})[{i}] AS v_p{int(p * 100)}"
+              for i, p in enumerate(PERCENTILES)],
+            "max(v) AS v_max",
+        )])  # fmt: skip
     )
     counts = (
-        records.select(w.alias("w"), F.explode(counted).alias("r"))
+        records.selectExpr(f"{w} AS w", f"explode({counted}) AS r")
         .groupBy(*keys)
-        .agg(F.count(F.lit(1)).alias("n"))
-        .select("*", F.lit(0).cast("long").alias("failures"),
-                *[F.lit(None).cast("int").alias(f"v_p{int(p * 100)}") for p in PERCENTILES],
-                F.lit(None).cast("int").alias("v_max"))  # fmt: skip
+        .agg(F.expr("count(1) AS n"))
+        .selectExpr("*", "CAST(0 AS bigint) AS failures", *[f"CAST(NULL AS int) AS v_p{int(p * 100)}" for p in PERCENTILES],
+                    "CAST(NULL AS int) AS v_max")  # fmt: skip
     )
     return with_costs.unionByName(counts)
 

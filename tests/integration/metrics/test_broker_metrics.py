@@ -247,3 +247,16 @@ def test_answers_are_not_compressed_even_when_gzip_is_accepted(broker_factory):
         assert resp.headers["Content-Type"].startswith("application/openmetrics-text")
         text = resp.read().decode()
     assert "# TYPE rocketmq_topic_number gauge" in text and text.endswith("# EOF\n")
+
+
+def test_each_scrape_reports_the_previous_ones_time(broker_factory, run):
+    b = broker_factory(**PROM)
+
+    async def main():
+        await scrape(b.metrics.url)
+        s = await scrape(b.metrics.url)
+        wall = s.value("mq_metrics_scrape_duration_seconds")
+        cpu = s.value("mq_metrics_scrape_cpu_seconds")
+        assert 0 < cpu <= wall < 10
+
+    run(main())

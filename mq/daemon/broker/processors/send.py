@@ -308,14 +308,18 @@ class SendProcessor:
                                serialize_type=cmd.serialize_type)
 
     # -- checks ------------------------------------------------------------------------------------------
-    def prepare(self, conn: Any, cmd: RemotingCommand, h: Any, batch: bool):
-        """Check one send and build its store inputs: ``(messages, queue id)``, or the error response."""
+    def prepare(self, conn: Any, cmd: RemotingCommand, h: Any, batch: bool, props: dict[str, str] | None = None):
+        """Check one send and build its store inputs: ``(messages, queue id)``, or the error response.
+
+        ``props``: the properties of ``h.properties`` already as a dict, when the caller has them (the gRPC
+        endpoint builds the string from one): they are not decoded again, and the dict becomes the stored
+        message's (it may be changed)."""
         try:
-            return self._prepare(conn, cmd, h, batch)
+            return self._prepare(conn, cmd, h, batch, props)
         except TopicConfigNotSaved as exc:  # a topic the message needs cannot be made durable: nothing is stored
             return cmd.response(RC.SERVICE_NOT_AVAILABLE, f"service not available now: {exc}")
 
-    def _prepare(self, conn: Any, cmd: RemotingCommand, h: Any, batch: bool):
+    def _prepare(self, conn: Any, cmd: RemotingCommand, h: Any, batch: bool, props: dict[str, str] | None = None):
         c = self.c
         topic = h.topic
         if self.slave:
@@ -359,7 +363,8 @@ class SendProcessor:
         if batch:
             return self._batch(cmd, h, topic, queue_id, body, born, reconsume)
         props_s = h.properties
-        props = decode_properties(props_s)
+        if props is None:
+            props = decode_properties(props_s)
         sys_flag = SF.sent_sys_flag(h.sys_flag)  # the broker decides the layout bits and the transaction type
         if T.is_retry_topic(topic):
             routed = self._retry_or_dlq(cmd, h, topic, reconsume)

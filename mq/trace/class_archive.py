@@ -1,0 +1,122 @@
+"""A class-data-sharing (CDS) archive of the Spark driver's classes, kept between local trace jobs.
+
+A local Spark driver loads about 20,000 classes from Spark's jars before it has read a record; parsing and
+verifying them is most of the JVM's start-up. A CDS archive holds those classes already parsed and verified,
+and a JVM that maps it skips that work (measured on a 2-core machine: SparkSession creation 13 s -> 3 s,
+a 100-record ``mq trace analyze`` 81 s -> 38 s wall).
+
+The archive is dynamic (``-XX:ArchiveClassesAtExit``, JDK 13+), layered over the JDK's own default archive:
+a job that finds none in the cache directory dumps the classes it loaded to a temporary file when its JVM
+exits, and ``commit`` makes that file the archive once the job has succeeded; later jobs map it
+(``-XX:SharedArchiveFile``). Its name is a hash of what it was built from: the java binary and its
+``libjvm.so``, spark-submit's jars (names, sizes, modification times) and the class path settings given, so
+that an upgrade of Java or Spark starts a new archive (and ``commit`` removes the old ones). The JVM also
+checks an archive against its own build and class path itself and runs without it on any mismatch
+(``-Xshare:auto``, its default), so a stale archive costs speed, never a failure.
+
+An archive takes 100-200 MB; the directory is ``$MQ_HOME/cache/spark`` (``mq.cli.trace_analytics``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+#: First four bytes of a dynamic CDS archive (HotSpot's CDS_DYNAMIC_ARCHIVE_MAGIC 0xf00baba8, little-endian).
+DYNAMIC_MAGIC = bytes.fromhex("a8ab0bf0")
+SUFFIX = ".jsa"
+#: Spark settings and environment variables that change the driver's class path (part of the archive's key).
+CLASSPATH_CONFS = ("spark.driver.extraClassPath", "spark.jars", "spark.jars.packages", "spark.driver.userClassPathFirst")
+CLASSPATH_ENV = ("SPARK_DIST_CLASSPATH", "SPARK_CLASSPATH", "HADOOP_CONF_DIR", "SPARK_CONF_DIR")
+
+
+@dataclass(frozen=True, slots=True)
+class ClassArchive:
+    """The archive for one Java and Spark installation: ``path``, and ``dump_to`` (a temporary file the JVM
+    writes) when it does not exist yet."""
+
+    path: Path
+    dump_to: Path | None = None
+
+    def java_option(self) -> str:
+        """The JVM option that maps the archive, or dumps one at exit."""
+        if self.dump_to is not None:
+            return f"-XX:ArchiveClassesAtExit={self.dump_to}"
+        return f"-XX:SharedArchiveFile={self.path}"
+
+    def commit(self) -> bool:
+        """After a successful job: make the dumped file the archive (if it is one) and remove archives of
+        other installations from the directory. True if an archive was installed."""
+        if self.dump_to is None:
+            return False
+        try:
+            with open(self.dump_to, "rb") as f:
+                ok = f.read(len(DYNAMIC_MAGIC)) == DYNAMIC_MAGIC
+            if not ok:
+                log.warning("the JVM did not write a class-data archive to %s; start-up stays uncached", self.dump_to)
+                self.dump_to.unlink(missing_ok=True)
+                return False
+            os.replace(self.dump_to, self.path)
+        except OSError as exc:
+            log.warning("cannot install the class-data archive %s: %s", self.path, exc)
+            return False
+        for other in self.path.parent.glob(f"*{SUFFIX}"):
+            if other != self.path:
+                other.unlink(missing_ok=True)
+        log.info("class-data archive for the Spark driver written to %s", self.path)
+        return True
+
+    def discard(self) -> None:
+        """After a failed job: remove whatever was dumped."""
+        if self.dump_to is not None:
+            self.dump_to.unlink(missing_ok=True)
+
+
+def _stat_line(path: Path) -> str:
+    try:
+        st = path.stat()
+    except OSError:
+        return f"{path} -"
+    return f"{path} {st.st_size} {st.st_mtime_ns}"
+
+
+def archive_key(java: str | os.PathLike[str], spark_submit: str | os.PathLike[str], conf: Mapping[str, str],
+                environ: Mapping[str, str]) -> str:
+    """A hash of the java binary and its libjvm.so, spark-submit's jars and the class path settings."""
+    h = hashlib.sha256()
+    jbin = Path(java).resolve()
+    lines = [_stat_line(jbin), _stat_line(jbin.parent.parent / "lib" / "server" / "libjvm.so")]
+    jars = Path(spark_submit).resolve().parent.parent / "jars"
+    try:
+        lines += sorted(_stat_line(p) for p in jars.iterdir())
+    except OSError:
+        lines.append(f"{jars} -")
+    lines += [f"{k}={conf[k]}" for k in CLASSPATH_CONFS if k in conf]
+    lines += [f"${k}={environ[k]}" for k in CLASSPATH_ENV if k in environ]
+    h.update("\n".join(lines).encode("utf-8", "surrogateescape"))
+    return h.hexdigest()[:20]
+
+
+def class_archive(cache_dir: str | os.PathLike[str], java: str | os.PathLike[str],
+                  spark_submit: str | os.PathLike[str], conf: Mapping[str, str], environ: Mapping[str, str], *,
+                  dump: bool = True) -> ClassArchive | None:
+    """The archive to map, or to dump (``dump`` False: None when there is none yet). None also when the cache
+    directory cannot be created."""
+    directory = Path(cache_dir)
+    path = directory / f"spark-driver-{archive_key(java, spark_submit, conf, environ)}{SUFFIX}"
+    if path.is_file():
+        return ClassArchive(path)
+    if not dump:
+        return None
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        log.warning("no class-data archive for the Spark driver: cannot create %s: %s", directory, exc)
+        return None
+    return ClassArchive(path, directory / f"{path.stem}.{os.getpid()}.tmp")
