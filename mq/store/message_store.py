@@ -29,7 +29,7 @@ from typing import Any, Callable, Iterable, Sequence
 from mq.common import sysflag as SF
 from mq.common.message import MessageExt, MessageExtBrokerInner
 from mq.config import StoreConfig
-from mq.store import lookup, queue_admin
+from mq.store import lookup, queue_admin, replica
 from mq.store.checkpoint import StoreCheckpoint
 from mq.store.cleaner import Cleaner, DiskRatio, disk_used_ratio
 from mq.store.commit_log import CommitLog, Prepared, waits_for_flush
@@ -38,13 +38,11 @@ from mq.store.dispatcher import Dispatcher, IndexDispatcher, OnDispatch
 from mq.store.flush import (AsyncFlushService, ConsumeQueueFlushService, FlushGroup, FlushWaiter,
                             GroupCommitService)
 from mq.store.index_service import IndexService
-from mq.store.mapped_file import StoreError
 from mq.store.reader import MessageFilter, TagFilter, read_queue
 from mq.store.recovery import RecoveryReport, rebuild_topic_queue_table, recover
-from mq.store.replica import parse_chunk
 from mq.store.runtime_files import AbortFile, StoreLock
 from mq.store.status import (GetMessageResult, GetMessageStatus, PutMessageResult, PutMessageStatus,
-                             QueryMessageResult, ReplicaOffsetError, StoreStats)
+                             QueryMessageResult, StoreStats)
 from mq.store.warm import WarmAheadService, default_ahead as warm_default_ahead
 
 log = logging.getLogger(__name__)
@@ -461,77 +459,12 @@ class MessageStore:
 
     # -- replication (STORE.md §13; ``mq.store.replica`` draws the chunk) ---------------------------------
     def read_replica(self, phy_offset: int, max_bytes: int) -> bytes | None:
-        """Master side: raw commit-log bytes from ``phy_offset`` for a slave, whole records only.
-
-        ``b""`` when ``phy_offset`` is the max offset (nothing new); None when it lies outside [min offset,
-        max offset] (e.g. deleted by retention). The bytes stay inside the segment holding ``phy_offset`` and
-        within ``max_bytes``, except that the first unit is always whole: a record larger than ``max_bytes``,
-        or the segment's BLANK tail (the BLANK record and the raw bytes after it up to the segment end), comes
-        alone and whole. Only bytes below the write position are read (never a half-written record).
-        ``ValueError`` when no record starts at ``phy_offset`` (a slave whose log diverged)."""
-        cl = self.commit_log
-        if phy_offset == cl.max_offset:
-            return b""
-        if phy_offset < cl.min_offset or phy_offset > cl.max_offset:
-            return None
-        return cl.read_chunk(phy_offset, max_bytes)
+        """Master side: raw commit-log bytes from ``phy_offset`` for a slave (``replica.read_replica``)."""
+        return replica.read_replica(self, phy_offset, max_bytes)
 
     def append_replica(self, phy_offset: int, data: bytes) -> int:
-        """Slave side: append ``data`` (a chunk from the master's ``read_replica``) at ``phy_offset`` byte for
-        byte; returns the new max physical offset.
-
-        ``phy_offset`` must be the max offset (``ReplicaOffsetError`` otherwise), except on an empty store,
-        which starts its log at any segment boundary. The chunk is validated first (``ValueError``: nothing
-        written), then written, flushed as the flush mode promises (SYNC_FLUSH: before returning) and
-        dispatched as local appends are: consume queues, index, ``on_dispatch``, the per-queue offset table.
-        ``OSError`` (no room for a segment, a failed SYNC flush) propagates with nothing made visible.
-        ``StoreError`` when the store is not a running SLAVE or a flush already failed."""
-        if self._shutdown or not self._loaded:
-            raise StoreError("message store is not running")
-        if not self._slave:
-            raise StoreError("append_replica needs a SLAVE store (broker_role)")
-        cl = self.commit_log
-        with self.put_lock:
-            if self.flush_error is not None:
-                raise StoreError(self.flush_error)
-            end = cl.max_offset
-            empty = end == cl.min_offset
-            if phy_offset != end and not (empty and phy_offset % cl.file_size == 0 and phy_offset >= 0):
-                raise ReplicaOffsetError(end, phy_offset)
-            if not data:
-                return end
-            chunk = parse_chunk(data, phy_offset, cl.file_size, delay_levels_ms=self.delay_levels_ms)
-            if phy_offset != end:  # an empty log restarted elsewhere: nothing derived from it may stay
-                cl.queue.reset_to(phy_offset)
-                with self.dispatcher.lock:
-                    self.cq_table.destroy_all()
-                cl.topic_queue_table.clear()
-                self.dispatcher.dispatched_offset = phy_offset
-            cl.append_raw(phy_offset, data)
-            new_end = phy_offset + len(data)
-            reqs = chunk.requests
-            if self.group_commit is not None:
-                try:
-                    cl.queue.flush(0, self.fsync)
-                except OSError as exc:
-                    cl.queue.files[-1].wrote_position = phy_offset - cl.queue.files[-1].start_offset
-                    self._on_flush_error(exc)
-                    raise
-            if reqs:
-                cl.last_store_timestamp = chunk.last_store_timestamp
-                table = cl.topic_queue_table
-                for r in reqs:
-                    if r.tran_type == _NOT or r.tran_type == _COMMIT:
-                        table[(r.topic, r.queue_id)] = r.queue_offset + 1
-                self.dispatcher.dispatch(reqs)
-            if self.dispatcher.error is None:
-                self.dispatcher.dispatched_offset = new_end
-            if self.group_commit is not None and reqs:
-                self._on_commit_log_flushed(chunk.last_store_timestamp)
-        st = self.stats
-        st.replica_count += len(reqs)
-        st.replica_bytes += len(data)
-        return new_end
+        """Slave side: append a chunk of the master's log at ``phy_offset`` (``replica.append_replica``)."""
+        return replica.append_replica(self, phy_offset, data)
 
     def update_config(self, **changes: Any) -> None:
         """Change settings while the store runs, as RocketMQ's store re-reads them on every use: retention, disk

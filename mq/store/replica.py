@@ -26,11 +26,19 @@ keeping a cut record until the rest of it arrives. From our own master every tra
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
+from mq.common import sysflag as SF
 from mq.common.record import BLANK, BLANK_MAGIC_CODE, MESSAGE_MAGIC_CODE
 from mq.store.prepared import DispatchRequest
 from mq.store.log_scan import check_record, misflagged
+from mq.store.mapped_file import StoreError
+from mq.store.status import ReplicaOffsetError
+
+if TYPE_CHECKING:
+    from mq.store.message_store import MessageStore
+
+_NOT, _COMMIT = SF.TRANSACTION_NOT_TYPE, SF.TRANSACTION_COMMIT_TYPE
 
 #: TOTALSIZE, MAGICCODE: the first 8 bytes of a record or of the BLANK record (``mq.common.record.BLANK``)
 UNIT_HEAD = BLANK
@@ -186,3 +194,78 @@ class ChunkAssembler:
             del buf[:n]
             self._at += n
         return out
+
+
+def read_replica(store: "MessageStore", phy_offset: int, max_bytes: int) -> bytes | None:
+    """Master side: raw commit-log bytes from ``phy_offset`` for a slave, whole records only.
+
+    ``b""`` when ``phy_offset`` is the max offset (nothing new); None when it lies outside [min offset,
+    max offset] (e.g. deleted by retention). The bytes stay inside the segment holding ``phy_offset`` and
+    within ``max_bytes``, except that the first unit is always whole: a record larger than ``max_bytes``,
+    or the segment's BLANK tail (the BLANK record and the raw bytes after it up to the segment end), comes
+    alone and whole. Only bytes below the write position are read (never a half-written record).
+    ``ValueError`` when no record starts at ``phy_offset`` (a slave whose log diverged)."""
+    cl = store.commit_log
+    if phy_offset == cl.max_offset:
+        return b""
+    if phy_offset < cl.min_offset or phy_offset > cl.max_offset:
+        return None
+    return cl.read_chunk(phy_offset, max_bytes)
+
+
+def append_replica(store: "MessageStore", phy_offset: int, data: bytes) -> int:
+    """Slave side: append ``data`` (a chunk from the master's ``read_replica``) at ``phy_offset`` byte for
+    byte; returns the new max physical offset.
+
+    ``phy_offset`` must be the max offset (``ReplicaOffsetError`` otherwise), except on an empty store,
+    which starts its log at any segment boundary. The chunk is validated first (``ValueError``: nothing
+    written), then written, flushed as the flush mode promises (SYNC_FLUSH: before returning) and
+    dispatched as local appends are: consume queues, index, ``on_dispatch``, the per-queue offset table.
+    ``OSError`` (no room for a segment, a failed SYNC flush) propagates with nothing made visible.
+    ``StoreError`` when the store is not a running SLAVE or a flush already failed."""
+    if store._shutdown or not store._loaded:
+        raise StoreError("message store is not running")
+    if not store._slave:
+        raise StoreError("append_replica needs a SLAVE store (broker_role)")
+    cl = store.commit_log
+    with store.put_lock:
+        if store.flush_error is not None:
+            raise StoreError(store.flush_error)
+        end = cl.max_offset
+        empty = end == cl.min_offset
+        if phy_offset != end and not (empty and phy_offset % cl.file_size == 0 and phy_offset >= 0):
+            raise ReplicaOffsetError(end, phy_offset)
+        if not data:
+            return end
+        chunk = parse_chunk(data, phy_offset, cl.file_size, delay_levels_ms=store.delay_levels_ms)
+        if phy_offset != end:  # an empty log restarted elsewhere: nothing derived from it may stay
+            cl.queue.reset_to(phy_offset)
+            with store.dispatcher.lock:
+                store.cq_table.destroy_all()
+            cl.topic_queue_table.clear()
+            store.dispatcher.dispatched_offset = phy_offset
+        cl.append_raw(phy_offset, data)
+        new_end = phy_offset + len(data)
+        reqs = chunk.requests
+        if store.group_commit is not None:
+            try:
+                cl.queue.flush(0, store.fsync)
+            except OSError as exc:
+                cl.queue.files[-1].wrote_position = phy_offset - cl.queue.files[-1].start_offset
+                store._on_flush_error(exc)
+                raise
+        if reqs:
+            cl.last_store_timestamp = chunk.last_store_timestamp
+            table = cl.topic_queue_table
+            for r in reqs:
+                if r.tran_type == _NOT or r.tran_type == _COMMIT:
+                    table[(r.topic, r.queue_id)] = r.queue_offset + 1
+            store.dispatcher.dispatch(reqs)
+        if store.dispatcher.error is None:
+            store.dispatcher.dispatched_offset = new_end
+        if store.group_commit is not None and reqs:
+            store._on_commit_log_flushed(chunk.last_store_timestamp)
+    st = store.stats
+    st.replica_count += len(reqs)
+    st.replica_bytes += len(data)
+    return new_end
