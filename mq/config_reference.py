@@ -2,7 +2,8 @@
 
 Every key of the name server's, the broker's and the web console's config files (``NamesrvConfig``,
 ``BrokerConfig``, ``StoreConfig``, ``DashboardConfig`` and the dataclasses nested in them) with its default and
-the ``#:`` comment written above its field in mq/config.py, mq/config_store.py or mq/config_client.py.
+the ``#:`` comment written above its field in mq/config.py, mq/config_remoting.py, mq/config_store.py or
+mq/config_client.py.
 tests/unit/test_config_reference.py fails when a field has no comment or the document is out of date; regenerate
 it with::
 
@@ -54,7 +55,7 @@ def field_comments(cls: type) -> dict[str, str]:
     (the class itself or a dataclass it inherits from, such as ``RemotingServerConfig``)."""
     out: dict[str, str] = {}
     for klass in reversed(cls.__mro__):
-        if dataclasses.is_dataclass(klass) and klass.__module__ == cls.__module__:
+        if dataclasses.is_dataclass(klass):
             out.update(_own_field_comments(klass))
     return out
 
