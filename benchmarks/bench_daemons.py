@@ -15,14 +15,11 @@ from typing import Iterator
 
 import psutil
 
+sys.path.append(str(Path(__file__).resolve().parents[1]))
+from tests.ports import free_port  # noqa: E402,F401  (the benchmarks import it from here)
+
 #: whose name server and broker ``brokers`` starts
 BROKER_KINDS = ("mq", "rocketmq")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def wait_port(port: int, timeout: float = 30.0) -> None:

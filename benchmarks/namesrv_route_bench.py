@@ -18,16 +18,14 @@ import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_daemons import free_port  # noqa: E402
 
 from mq.protocol import codec
 from mq.protocol.codes import RequestCode
 from mq.protocol.command import RemotingCommand
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Driver(asyncio.Protocol):

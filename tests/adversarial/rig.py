@@ -42,6 +42,7 @@ from pathlib import Path
 
 from mq.protocol.codes import RequestCode
 from tests.adversarial.wire import Peer, json_frame
+from tests.ports import free_port
 
 #: Every hostile name that could become a path carries this, so an escaped file is found wherever it lands.
 MARKER = "advx"
@@ -66,12 +67,6 @@ STORE_LAYOUT = frozenset({"commitlog", "consumequeue", "index", "config", "check
 #: A topic name as the broker accepts it (mq.common.topic): a consume-queue directory named otherwise was made
 #: from a name with path pieces.
 TOPIC_NAME = re.compile(r"[%|a-zA-Z0-9_-]{1,127}")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Daemon:

@@ -22,11 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from tests.ports import free_port  # noqa: F401  (re-exported for the tests that import it from here)
 
 
 class BrokerProcess:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import socket
 import time
 
 import pytest
@@ -13,6 +12,7 @@ from mq.errors import ConnectError, ConnectionClosedError
 from mq.protocol.codes import ResponseCode, SerializeType
 from mq.protocol.command import RemotingCommand
 from mq.remoting import RemotingClient, RemotingServer, new_event_loop, uvloop_available
+from tests.ports import free_port
 
 LOOPS = ["asyncio"] + (["uvloop"] if uvloop_available() else [])
 
@@ -170,9 +170,7 @@ def test_many_concurrent_connections(run):
 
 def test_peer_down_gives_connect_error_quickly(run):
     async def main():
-        with socket.socket() as s:  # a port that nobody listens on
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
+        port = free_port()  # a port that nobody listens on
         addr = f"127.0.0.1:{port}"
         client = RemotingClient(connect_timeout=3.0)
         try:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -22,6 +21,7 @@ from mq.protocol.acl import SessionCredentials
 from tests.interop.conftest import Daemons
 from tests.interop.helpers import mq_cli
 from tests.interop.java_broker import JavaBrokerUnavailable, JavaCluster
+from tests.ports import free_port
 
 pytestmark = pytest.mark.interop
 #: store geometry shared by the Java broker and the `Daemons` broker that later opens its store
@@ -239,9 +239,7 @@ def test_our_slave_follows_a_rocketmq_master(tmp_path):
         assert _until(lambda: mq_cli(ns, "clusterList"))
         assert mq(ns, "updateTopic", "-t", "HaT", "-c", "DefaultCluster", "-r", "2", "-w", "2").returncode == 0
         assert mq(ns, "send", "-t", "HaT", "--count", "3000", "--size", "700").returncode == 0  # ~2.9 segments
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            port = sock.getsockname()[1]
+        port = free_port()
         conf = tmp_path / "slave.yaml"
         conf.write_text(f"brokerName: java-broker\nbrokerId: 1\nbrokerRole: SLAVE\nlistenPort: {port}\n"
                         f"haListenPort: 0\ngrpcServerPort: -1\nnamesrvAddr: {ns}\nstorePathRootDir: {tmp_path / 'slave-store'}\n"

@@ -3,20 +3,18 @@ turns into a named missing range (never dropped silently)."""
 
 from __future__ import annotations
 
-import socket
 
 import pytest
 
 from mq.trace.analytics import readers as R
 from mq.trace.live_reader import Chunk, ReadPlan
+from tests.ports import free_port
 
 pytestmark = pytest.mark.spark
 
 
 def _dead_addr() -> str:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return f"127.0.0.1:{s.getsockname()[1]}"
+    return f"127.0.0.1:{free_port()}"
 
 
 def test_unreachable_chunk_is_a_named_missing_range(spark) -> None:  # type: ignore[no-untyped-def]

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
 import subprocess
 import time
 import urllib.error
@@ -20,15 +19,11 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from tests.ports import free_port
+
 
 def prometheus_binary() -> str | None:
     return shutil.which("prometheus")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class PrometheusServer:
