@@ -108,6 +108,10 @@ class BrokerCollector:
         self.rpc = rpc
         self.families = Families(broker_labels(controller))
         self.lag = ConsumerLagCalculator(controller)
+        pop = getattr(controller, "pop_service", None)
+        if pop is not None:  # messages popped and not yet acked count as in flight, as RocketMQ 5 counts them
+            inflight = pop.inflight  # (topic, group, queue id) -> count; read with dict.get, atomic under the GIL
+            self.lag.pop_inflight = lambda group, topic, qid: inflight.get((topic, group, qid), 0)
         self.lag_min_interval = lag_min_interval
         self._lag_rows: list[GroupLag] = []
         self._lag_at = float("-inf")

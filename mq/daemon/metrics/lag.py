@@ -20,9 +20,9 @@ timestamp each), and a store time read by the previous pass for the same queue a
 topic's queues and max offsets are read once per pass, however many groups consume it, and a pair whose queues,
 max offsets, committed and pulled offsets and popped counts are those of the previous pass keeps its row.
 
-Pop consumption will add messages popped and not yet acknowledged: ``pop_inflight``, when set, is asked per
-(group, topic, queue id) and its count is added to in-flight and lag, as RocketMQ's calculator adds its
-PopInflightMessageCounter.
+Pop consumption adds messages popped and not yet acknowledged: ``pop_inflight`` (the broker's collector sets it
+from the pop service's counts) is asked per (group, topic, queue id) and its count is added to in-flight and
+lag, as RocketMQ's calculator adds its PopInflightMessageCounter.
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ class GroupLag:
 class ConsumerLagCalculator:
     def __init__(self, controller: "BrokerController") -> None:
         self.c = controller
-        #: (group, topic, queue id) -> messages popped and not yet acknowledged (the pop package sets it)
+        #: (group, topic, queue id) -> messages popped and not yet acknowledged (BrokerCollector sets it)
         self.pop_inflight: Callable[[str, str, int], int] | None = None
         # (consume queue, offset) -> store time of the message there: a message's store time never changes, and
         # a queue deleted and made again is another object. Kept for the entries the last pass used.

@@ -11,6 +11,10 @@ groups exposes some 18,000 samples. Most of them do not change between two scrap
   the previous scrape in one call of that encoder (the family with those series only), whose sample lines it
   hands back to their series in order: the encoders write one line per sample, in the samples' order;
 - keeps, per format, family and series, the text of the series' samples while the series is the same tuple;
+- keeps, per series, each sample line's text up to its value (the line less ``floatToGoString(value)``, the
+  library's own value formatter, checked when learned): a series whose value changed but whose label dicts are
+  those of the previous scrape (``Family`` hands them on) gets its lines from those prefixes and the new values,
+  without the encoder's per-label checks and escaping (about 1 us a sample instead of 9);
 - renders any other family (the process collector's) with the encoder as it is.
 
 Should an encoder's output not have one line per sample (a library change), the family is rendered whole, as the
@@ -27,6 +31,7 @@ from urllib.parse import parse_qs
 
 from prometheus_client.exposition import choose_encoder
 from prometheus_client.metrics_core import Metric
+from prometheus_client.utils import floatToGoString
 
 from mq.daemon.metrics.families import Family
 from mq.remoting.gc_pause import gc_pause
@@ -58,6 +63,44 @@ def _body(text: bytes) -> bytes:
 
 
 _Texts = dict[int, tuple[tuple[Any, ...], bytes]]  # id(series) -> (series, its text)
+#: id(labels of a series' first sample) -> ((labels, name) of each sample, each sample line's text before its value)
+_Prefixes = dict[int, tuple[tuple[tuple[Any, str], ...], tuple[bytes, ...]]]
+_Kept = tuple[bytes, _Texts, _Prefixes]
+
+
+def _plain(sample: Any) -> bool:
+    """A sample whose line is its name, labels and value only (no timestamp, exemplar or native histogram)."""
+    return sample.timestamp is None and sample.exemplar is None and getattr(sample, "native_histogram", None) is None
+
+
+def _relabelled(series: tuple[Any, ...], learned: Any) -> bytes | None:
+    """The text of ``series`` from the line prefixes ``learned`` for the same label dicts, or None."""
+    if learned is None:
+        return None
+    keys, prefixes = learned
+    if len(keys) != len(series):
+        return None
+    out = []
+    for sample, (labels, name), prefix in zip(series, keys, prefixes):
+        if sample.labels is not labels or sample.name != name or not _plain(sample):
+            return None
+        out.append(prefix)
+        out.append(floatToGoString(sample.value).encode())
+        out.append(b"\n")
+    return b"".join(out)
+
+
+def _learn(series: tuple[Any, ...], lines: list[bytes]) -> Any:
+    """The line prefixes of ``series`` from its rendered ``lines``; None if a line is not prefix + value."""
+    prefixes = []
+    for sample, line in zip(series, lines):
+        if not _plain(sample):
+            return None
+        value = b" " + floatToGoString(sample.value).encode()
+        if not line.endswith(value):
+            return None
+        prefixes.append(line[:len(line) - len(value) + 1])
+    return tuple((s.labels, s.name) for s in series), tuple(prefixes)
 
 
 class Exposition:
@@ -68,12 +111,13 @@ class Exposition:
         #: told of each render's wall and CPU time (seconds, this thread's CPU)
         self.on_rendered = on_rendered
         self._lock = threading.Lock()
-        #: content type -> family name -> (header, texts of its series)
-        self._kept: dict[str, dict[str, tuple[bytes, _Texts]]] = {}
+        #: content type -> family name -> (header, texts of its series, their line prefixes)
+        self._kept: dict[str, dict[str, _Kept]] = {}
         #: content type -> what the encoder writes after the last family (OpenMetrics's end marker)
         self._trailer: dict[str, bytes] = {}
-        #: of the last render: series rendered, series whose text was reused
-        self.rendered = self.reused = 0
+        #: of the last render: series rendered by the encoder, series whose text was reused, series rebuilt from
+        #: their line prefixes
+        self.rendered = self.reused = self.relabelled = 0
 
     def render(self, encoder: Callable[[Any], bytes], content_type: str) -> bytes:
         # a scrape allocates tens of thousands of objects: a full collection they set off would run here, holding
@@ -84,15 +128,16 @@ class Exposition:
             if trailer is None:
                 trailer = self._trailer[content_type] = encoder(_Registry(()))
             kept = self._kept.get(content_type, {})
-            now: dict[str, tuple[bytes, _Texts]] = {}
+            now: dict[str, _Kept] = {}
             out: list[bytes] = []
-            self.rendered = self.reused = 0
+            self.rendered = self.reused = self.relabelled = 0
             for metric in self.registry.collect():
                 done = self._family(encoder, metric, kept.get(metric.name)) if isinstance(metric, Family) else None
                 if done is None:  # not a Family, or not one line per sample: as the library renders it
                     out.append(_body(encoder(_Registry((metric,)))))
                     continue
-                header, texts = now[metric.name] = done
+                now[metric.name] = done
+                header, texts = done[0], done[1]
                 out.append(header)
                 out.extend(texts[id(series)][1] for series in metric.series)
             self._kept[content_type] = now
@@ -102,24 +147,35 @@ class Exposition:
                 self.on_rendered(time.perf_counter() - t0, time.thread_time() - c0)
             return text
 
-    def _family(self, encoder: Callable[[Any], bytes], family: Family,
-                kept: tuple[bytes, _Texts] | None) -> tuple[bytes, _Texts] | None:
-        """The header and the series' texts of ``family``; None when the encoder's output is not one line per
-        sample after the header."""
-        old = kept[1] if kept is not None else {}
+    def _family(self, encoder: Callable[[Any], bytes], family: Family, kept: _Kept | None) -> _Kept | None:
+        """The header, the series' texts and their line prefixes of ``family``; None when the encoder's output
+        is not one line per sample after the header."""
+        old, old_prefixes = (kept[1], kept[2]) if kept is not None else ({}, {})
         header = kept[0] if kept is not None else _body(encoder(_Registry((_like(family, ()),))))
         texts: _Texts = {}
+        prefixes: _Prefixes = {}
         missing = []
+        relabelled = 0
         for series in family.series:
             hit = old.get(id(series))
+            key = id(series[0].labels) if series else 0
+            learned = old_prefixes.get(key)
             if hit is not None and hit[0] is series:
                 texts[id(series)] = hit
             else:
-                missing.append(series)
-        self.reused += len(family.series) - len(missing)
+                text = _relabelled(series, learned)
+                if text is None:
+                    missing.append(series)
+                    continue
+                texts[id(series)] = (series, text)
+                relabelled += 1
+            if learned is not None:
+                prefixes[key] = learned
+        self.reused += len(family.series) - len(missing) - relabelled
+        self.relabelled += relabelled
         self.rendered += len(missing)
         if not missing:
-            return header, texts
+            return header, texts, prefixes
         text = _body(encoder(_Registry((_like(family, (s for series in missing for s in series)),))))
         count = sum(len(series) for series in missing)
         lines = text[len(header):].split(b"\n")  # a label value's newline is escaped; a carriage return is not
@@ -127,9 +183,13 @@ class Exposition:
             return None
         i = 0
         for series in missing:
-            texts[id(series)] = (series, b"\n".join(lines[i:i + len(series)]) + b"\n")
+            mine = lines[i:i + len(series)]
+            texts[id(series)] = (series, b"\n".join(mine) + b"\n")
+            learned = _learn(series, mine) if series else None
+            if learned is not None:
+                prefixes[id(series[0].labels)] = learned
             i += len(series)
-        return header, texts
+        return header, texts, prefixes
 
 
 def make_app(registry: Any, on_rendered: Callable[[float, float], None] | None = None) -> Callable[..., Any]:

@@ -14,10 +14,9 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Any, Iterable
 
-from prometheus_client import ProcessCollector
-
 from mq.daemon.metrics import names as N
 from mq.daemon.metrics.exporter import MetricsEndpoint
+from mq.daemon.metrics.process import ProcessMetrics
 from mq.daemon.metrics.rpc import RpcMetrics
 from mq.daemon.runtime import DaemonError, describe_bind_error
 
@@ -71,7 +70,7 @@ class MetricsService:
 
 
 def _collectors(own: Any) -> Iterable[Any]:
-    return (own, ProcessCollector(registry=None))
+    return (own, ProcessMetrics())
 
 
 def _labels_checked(make: Any, source: Any) -> None:

@@ -260,3 +260,33 @@ def test_each_scrape_reports_the_previous_ones_time(broker_factory, run):
         assert 0 < cpu <= wall < 10
 
     run(main())
+
+
+def test_popped_and_unacked_messages_are_in_flight(broker_factory, client, run):
+    """A pop consumer's messages count as in flight (and as lag) until acked, as RocketMQ 5's calculator counts
+    its PopInflightMessageCounter."""
+    from tests.integration.delivery.delivery_helpers import make_topic
+    from tests.integration.pop.test_pop_remoting import ack_cmd, handles, pop_cmd
+
+    b = broker_factory(**PROM)
+    b.metrics.collector.lag_min_interval = 0.0  # every scrape computes the lag again
+
+    async def main():
+        await make_topic(b, "PopM", 1)
+        for i in range(5):
+            assert (await client.invoke(b.address, send_cmd("PopM", b"p%d" % i, queue_id=0))).code == RC.SUCCESS
+        r = await client.invoke(b.address, pop_cmd("PopM", group="PG1", n=3))
+        got = handles(r, b.broker_name)
+        assert r.code == RC.SUCCESS and len(got) == 3
+        pair = dict(topic="PopM", consumer_group="PG1", is_retry="false", is_system="false")
+        s = await scrape(b.metrics.url)
+        assert s.value("rocketmq_consumer_inflight_messages", **pair) == 3
+        assert s.value("rocketmq_consumer_ready_messages", **pair) == 2
+        assert s.value("rocketmq_consumer_lag_messages", **pair) == 5
+        for _m, ck in got[:2]:
+            assert (await client.invoke(b.address, ack_cmd("PopM", ck, group="PG1"))).code == RC.SUCCESS
+        s = await scrape(b.metrics.url)
+        assert s.value("rocketmq_consumer_inflight_messages", **pair) == 1
+        assert s.value("rocketmq_consumer_lag_messages", **pair) == 3
+
+    run(main(), 60)

@@ -96,7 +96,8 @@ def test_unchanged_series_are_not_rendered_again_and_changed_ones_are():
     collector.state[("t2", "g1")] = (3, 1.5, [0, 1, 0])  # the counter moves
     collector.state[("t3", "g2")] = (0, 0.0, [0, 0, 0])  # a new pair
     text = exposition.render(encoder, content_type)
-    assert (exposition.rendered, exposition.reused) == (4, 5)
+    # the new pair's three series by the encoder, the moved counter from its line prefix and its new value
+    assert (exposition.rendered, exposition.reused, exposition.relabelled) == (3, 5, 1)
     assert text == generate_latest(registry)
     assert b't_messages_total{cluster="c\\"1",group="g1",node_id="n\\\\1",topic="t2"} 3.0\n' in text
     del collector.state[("t1", "g1")]
