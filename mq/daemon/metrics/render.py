@@ -63,7 +63,8 @@ def _body(text: bytes) -> bytes:
 
 
 _Texts = dict[int, tuple[tuple[Any, ...], bytes]]  # id(series) -> (series, its text)
-#: id(labels of a series' first sample) -> ((labels, name) of each sample, each sample line's text before its value)
+#: id(labels of a series' first sample) -> ((labels, name) of each sample, each sample line's text before its value);
+#: carried from scrape to scrape (the labels it holds keep their ids unique), pruned when series go
 _Prefixes = dict[int, tuple[tuple[tuple[Any, str], ...], tuple[bytes, ...]]]
 _Kept = tuple[bytes, _Texts, _Prefixes]
 
@@ -150,27 +151,25 @@ class Exposition:
     def _family(self, encoder: Callable[[Any], bytes], family: Family, kept: _Kept | None) -> _Kept | None:
         """The header, the series' texts and their line prefixes of ``family``; None when the encoder's output
         is not one line per sample after the header."""
-        old, old_prefixes = (kept[1], kept[2]) if kept is not None else ({}, {})
+        old, prefixes = (kept[1], kept[2]) if kept is not None else ({}, {})
         header = kept[0] if kept is not None else _body(encoder(_Registry((_like(family, ()),))))
         texts: _Texts = {}
-        prefixes: _Prefixes = {}
         missing = []
         relabelled = 0
         for series in family.series:
             hit = old.get(id(series))
-            key = id(series[0].labels) if series else 0
-            learned = old_prefixes.get(key)
             if hit is not None and hit[0] is series:
                 texts[id(series)] = hit
+                continue
+            text = _relabelled(series, prefixes.get(id(series[0].labels))) if series else None
+            if text is None:
+                missing.append(series)
             else:
-                text = _relabelled(series, learned)
-                if text is None:
-                    missing.append(series)
-                    continue
                 texts[id(series)] = (series, text)
                 relabelled += 1
-            if learned is not None:
-                prefixes[key] = learned
+        if len(prefixes) > 2 * len(family.series) + 64:  # series gone: keep only the prefixes of those present
+            prefixes = {k: v for k, v in ((id(x[0].labels), prefixes.get(id(x[0].labels))) for x in family.series
+                                          if x) if v is not None}
         self.reused += len(family.series) - len(missing) - relabelled
         self.relabelled += relabelled
         self.rendered += len(missing)

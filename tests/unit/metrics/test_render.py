@@ -147,3 +147,19 @@ def test_the_application_answers_as_prometheus_clients_does():
     assert call(app, method="POST")[0].startswith("405")
     assert call(app, method="OPTIONS")[1] == {"Allow": "OPTIONS,GET"}
     assert call(app, path="/favicon.ico")[2] == b""
+
+
+def test_series_that_go_take_their_line_prefixes_with_them():
+    collector = StateCollector()
+    registry = registry_of(collector)
+    exposition = Exposition(registry)
+    encoder, content_type = choose_encoder("")
+    collector.state = {(f"t{i}", "g"): (i, float(i), [i, 0, 1]) for i in range(200)}
+    exposition.render(encoder, content_type)
+    collector.state = {("t7", "g"): (8, 8.5, [7, 1, 1])}  # one survivor, every value moved
+    assert exposition.render(encoder, content_type) == generate_latest(registry)
+    assert exposition.relabelled == 3 and exposition.rendered == 0
+    kept = exposition._kept[content_type]
+    assert all(len(prefixes) <= 1 for _header, _texts, prefixes in kept.values())
+    collector.state = {("t7", "g"): (9, 8.5, [7, 1, 1]), ("t8", "g"): (1, 1.0, [0, 0, 0])}
+    assert exposition.render(encoder, content_type) == generate_latest(registry)
