@@ -5,6 +5,9 @@
 //   node node5_driver.js send ENDPOINT TOPIC N [--tag T] [--group G] [--delay-ms MS] [--prefix P]
 //   node node5_driver.js receive ENDPOINT TOPIC GROUP N SECONDS [--tag T] [--sql EXPR] [--no-ack]
 //   node node5_driver.js push ENDPOINT TOPIC GROUP N SECONDS [--fail-once]
+//   node node5_driver.js transaction ENDPOINT TOPIC SECONDS
+//     three transactional messages: "commit" committed, "rollback" rolled back, "unknown" left open and
+//     committed when the broker checks back; prints {"checked": id} for each check, waits SECONDS for one
 //
 // receive and push print {"started": true} once running, one {"got": ...} per delivery, then {"received": [...]}
 // (the deliveries they acknowledged) when N arrived or SECONDS passed.
@@ -111,7 +114,33 @@ async function push() {
   await Promise.race([consumer.shutdown(), new Promise(resolve => setTimeout(resolve, 3000))]);
 }
 
-const roles = { send, receive, push };
+async function transaction() {
+  const [topic, seconds] = args;
+  let checkedOnce;
+  const checked = new Promise(resolve => { checkedOnce = resolve; });
+  const producer = new Producer({
+    endpoints, namespace: '', topics: [topic], logger,
+    checker: {
+      async check(m) {
+        out({ checked: m.messageId, body: m.body.toString() });
+        checkedOnce();
+        return 1;  // TransactionResolution.COMMIT
+      },
+    },
+  });
+  await producer.startup();
+  for (const kind of ['commit', 'rollback', 'unknown']) {
+    const tx = producer.beginTransaction();
+    const receipt = await producer.send({ topic, body: Buffer.from(kind), keys: [kind] }, tx);
+    out({ kind, id: receipt.messageId });
+    if (kind === 'commit') await tx.commit();
+    if (kind === 'rollback') await tx.rollback();
+  }
+  await Promise.race([checked, new Promise(resolve => setTimeout(resolve, Number(seconds) * 1000))]);
+  await producer.shutdown();
+}
+
+const roles = { send, receive, push, transaction };
 if (!roles[mode]) {
   process.stderr.write(`unknown role ${mode}\n`);
   process.exit(2);

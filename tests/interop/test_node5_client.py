@@ -39,7 +39,8 @@ def env() -> dict[str, str]:
 @pytest.fixture(scope="module")
 def d(tmp_path_factory):
     daemons = Daemons(str(tmp_path_factory.mktemp("node5")), broker_options={
-        "grpc_server_port": free_port(), "enable_property_filter": True})
+        "grpc_server_port": free_port(), "enable_property_filter": True, "transaction_check_interval": 1000,
+        "transaction_time_out": 1000})
     daemons.start()
     daemons.endpoint = f"127.0.0.1:{daemons.broker.grpc_port}"
     yield daemons
@@ -172,6 +173,16 @@ def _connections(d, group: str) -> list[dict]:
         if time.time() > deadline:
             return []
         time.sleep(1)
+
+
+def test_transactions_commit_rollback_and_check_back(env, d):
+    lines = node5(env, d, "transaction", "Node5Tx", 30)
+    ids = {ln["kind"]: ln["id"] for ln in lines if "kind" in ln}
+    assert set(ids) == {"commit", "rollback", "unknown"}
+    assert [ln["checked"] for ln in lines if "checked" in ln][:1] == [ids["unknown"]]
+    got = received(node5(env, d, "receive", "Node5Tx", "Node5TxGroup", 2, 30))
+    assert sorted(m["body"] for m in got) == ["commit", "unknown"]
+    assert received(node5(env, d, "receive", "Node5Tx", "Node5TxGroup", 1, 6)) == []  # the rollback never comes
 
 
 def test_4x_send_is_received_by_the_5x_node_client(env, d):
