@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 import sys
+import time
+from typing import Callable, Iterator
 
 
 def mq_cli(ns: str, *args: str, creds: dict[str, str] | None = None) -> dict | list:
@@ -42,3 +45,47 @@ def consumer_result(p: subprocess.Popen, exit_code: int | None = 0, timeout: flo
     assert results, f"the consumer printed no result (exit code {p.returncode}): {err[-2000:]}"
     assert exit_code is None or p.returncode == exit_code, (results[-1], err[-2000:])
     return results[-1]
+
+
+@contextlib.contextmanager
+def running(argv: list[str], env: dict[str, str]) -> Iterator[Callable[..., list[dict]]]:
+    """A driver's consumer process, yielded once it printed ``{"started": true}``; yields ``finish(timeout)``,
+    which waits for it to exit 0 and returns every JSON line it printed. Killed if still running at the end."""
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                         stdin=subprocess.DEVNULL)
+    lines: list[dict] = []
+    try:
+        while True:
+            line = p.stdout.readline()
+            assert line, f"the consumer exited before starting: {p.stderr.read()[-3000:]}"
+            if line.startswith("{"):
+                lines.append(json.loads(line))
+                if lines[-1].get("started"):
+                    break
+
+        def finish(timeout: float = 120) -> list[dict]:
+            out, err = p.communicate(timeout=timeout)
+            assert p.returncode == 0, err[-3000:]
+            return lines + [json.loads(ln) for ln in out.splitlines() if ln.startswith("{")]
+
+        yield finish
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.communicate()
+
+
+def group_connections(ns: str, group: str, timeout: float = 20) -> list[dict]:
+    """``mq consumerConnection -g GROUP``'s connections once there are any; [] after ``timeout`` seconds."""
+    deadline = time.time() + timeout
+    while True:
+        try:
+            out = mq_cli(ns, "consumerConnection", "-g", group)
+            conns = out.get("connectionSet") or out.get("connections") or []
+            if conns:
+                return conns
+        except AssertionError:
+            pass
+        if time.time() > deadline:
+            return []
+        time.sleep(1)

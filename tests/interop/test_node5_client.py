@@ -7,17 +7,15 @@ and broker run in this process with a gRPC endpoint on a free port."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
 from tests.interop.conftest import Daemons
-from tests.interop.helpers import mq_cli
+from tests.interop.helpers import group_connections, mq_cli, running
 from tests.interop.node_client import NodeClientUnavailable, install_node5
 from tests.ports import free_port
 
@@ -54,31 +52,9 @@ def node5(env: dict, d, *args: object, timeout: float = 90) -> list[dict]:
     return [json.loads(ln) for ln in proc.stdout.splitlines() if ln.startswith("{")]
 
 
-@contextlib.contextmanager
 def node5_running(env: dict, d, *args: object):
-    """A consumer process, yielded once it printed ``started``; yields a function returning all its lines."""
-    p = subprocess.Popen(["node", DRIVER, str(args[0]), d.endpoint, *map(str, args[1:])], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True, env=env, stdin=subprocess.DEVNULL)
-    lines: list[dict] = []
-    try:
-        while True:
-            line = p.stdout.readline()
-            assert line, f"the consumer exited before starting: {p.stderr.read()[-3000:]}"
-            if line.startswith("{"):
-                lines.append(json.loads(line))
-                if lines[-1].get("started"):
-                    break
-
-        def finish(timeout: float = 120) -> list[dict]:
-            stdout, stderr = p.communicate(timeout=timeout)
-            assert p.returncode == 0, stderr[-3000:]
-            return lines + [json.loads(ln) for ln in stdout.splitlines() if ln.startswith("{")]
-
-        yield finish
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.communicate()
+    """A consumer process (``helpers.running``), yielded once it has started."""
+    return running(["node", DRIVER, str(args[0]), d.endpoint, *map(str, args[1:])], env)
 
 
 def received(lines: list[dict]) -> list[dict]:
@@ -145,7 +121,7 @@ def test_delay_message_is_not_delivered_before_it_is_due(env, d):
 
 def test_push_consumer_redelivers_a_failed_message_and_is_listed(env, d):
     with node5_running(env, d, "push", "Node5Push", "Node5PushGroup", 3, 60, "--fail-once") as finish:
-        conns = _connections(d, "Node5PushGroup")
+        conns = group_connections(d.namesrv.address, "Node5PushGroup")
         sent = node5(env, d, "send", "Node5Push", 3, "--prefix", "push")
         lines = finish()
     # the Node client sends x-mq-language HTTP (RocketMQ's proxy takes it with LanguageCode.valueOf), and RocketMQ
@@ -158,21 +134,6 @@ def test_push_consumer_redelivers_a_failed_message_and_is_listed(env, d):
     assert sorted(m["id"] for m in received(lines)) == sorted(s["id"] for s in sent)
     assert all(attempts[s["id"]][:2] == [1, 2] for s in sent), attempts
     assert "Node5Push" in json.dumps(mq_cli(d.namesrv.address, "consumerProgress", "-g", "Node5PushGroup"))
-
-
-def _connections(d, group: str) -> list[dict]:
-    deadline = time.time() + 20
-    while True:
-        try:
-            out = mq_cli(d.namesrv.address, "consumerConnection", "-g", group)
-            conns = out.get("connectionSet") or out.get("connections") or []
-            if conns:
-                return conns
-        except AssertionError:
-            pass
-        if time.time() > deadline:
-            return []
-        time.sleep(1)
 
 
 def test_transactions_commit_rollback_and_check_back(env, d):

@@ -7,7 +7,6 @@ interpreter, and so do its threads. The name server and broker run in this proce
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import subprocess
@@ -21,7 +20,7 @@ pytest.importorskip("rocketmq.v5.producer")
 
 from mq.protocol.bodies import SubscriptionGroupConfig  # noqa: E402
 from tests.interop.conftest import Daemons  # noqa: E402
-from tests.interop.helpers import mq_cli  # noqa: E402
+from tests.interop.helpers import group_connections, mq_cli, running  # noqa: E402
 from tests.integration.broker_process import free_port  # noqa: E402
 
 pytestmark = pytest.mark.interop
@@ -52,31 +51,9 @@ def py5(d, *args: object, timeout: float = 120) -> list[dict]:
     return [json.loads(ln) for ln in proc.stdout.splitlines() if ln.startswith("{")]
 
 
-@contextlib.contextmanager
 def py5_running(d, *args: object):
-    """A 5.x consumer process, yielded once it has started; yields a function returning its JSON lines."""
-    p = subprocess.Popen([sys.executable, DRIVER, args[0], d.endpoint, *map(str, args[1:])], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True, env=_env(d))
-    lines: list[dict] = []
-    try:
-        while True:
-            line = p.stdout.readline()
-            assert line, p.stderr.read()[-3000:]
-            if line.startswith("{"):
-                lines.append(json.loads(line))
-                if lines[-1].get("started"):
-                    break
-
-        def finish(timeout: float = 120) -> list[dict]:
-            out, err = p.communicate(timeout=timeout)
-            assert p.returncode == 0, err[-3000:]
-            return lines + [json.loads(ln) for ln in out.splitlines() if ln.startswith("{")]
-
-        yield finish
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.communicate()
+    """A 5.x consumer process (``helpers.running``), yielded once it has started."""
+    return running([sys.executable, DRIVER, args[0], d.endpoint, *map(str, args[1:])], _env(d))
 
 
 def received(lines: list[dict]) -> list[dict]:
@@ -233,7 +210,7 @@ def test_tag_and_sql_filters(d):
 def test_push_consumer_redelivers_a_failed_message_and_is_listed(d):
     sent = py5(d, "send", "Py5Push", 3, "--prefix", "push")
     with py5_running(d, "push", "Py5Push", "Py5PushGroup", 3, 60, "--fail-first") as finish:
-        conn = _connections(d, "Py5PushGroup")
+        conn = group_connections(d.namesrv.address, "Py5PushGroup")
         status = mq_cli(d.namesrv.address, "consumerStatus", "-g", "Py5PushGroup")
         lines = finish()
     assert conn and conn[0]["language"] == "PYTHON", conn
@@ -244,21 +221,6 @@ def test_push_consumer_redelivers_a_failed_message_and_is_listed(d):
     got = received(lines)
     assert sorted(m["id"] for m in got) == sorted(s["id"] for s in sent)
     assert all(m["attempt"] == 2 for m in got)
-
-
-def _connections(d, group: str) -> list[dict]:
-    deadline = time.time() + 20
-    while True:
-        try:
-            out = mq_cli(d.namesrv.address, "consumerConnection", "-g", group)
-            conns = out.get("connectionSet") or out.get("connections") or []
-            if conns:
-                return conns
-        except AssertionError:
-            pass
-        if time.time() > deadline:
-            return []
-        time.sleep(1)
 
 
 # -- across protocols --------------------------------------------------------------------------------------------
