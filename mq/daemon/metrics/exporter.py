@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 import socket
 import threading
+import time
 from socketserver import ThreadingMixIn
 from typing import Any, Callable, Iterable
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
@@ -109,18 +110,35 @@ class MetricsEndpoint:
         app = make_app(self.registry, self._on_rendered)
         self.exposition = app.exposition
         self._server = make_server(self.host, self.requested_port, app, cls, handler_class=_QuietHandler)
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.2},
+        # no poll interval: the serve loop sleeps in select until a connection comes (``stop`` sends one), instead
+        # of taking the interpreter lock from the event loop several times a second
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": None},
                                         name=f"metrics-http-{self.port}", daemon=True)
         self._thread.start()
         log.info("metrics endpoint serving %s", self.url)
 
     def stop(self) -> None:
-        """Stop serving and close the socket (blocks up to the serve loop's poll interval)."""
+        """Stop serving and close the socket."""
         server, self._server = self._server, None
         if server is None:
             return
-        server.shutdown()
+        stopper = threading.Thread(target=server.shutdown, name="metrics-http-stop", daemon=True)
+        stopper.start()  # sets the loop's stop flag, then waits for the loop to see it
+        deadline = time.monotonic() + 5.0
+        while stopper.is_alive() and time.monotonic() < deadline:
+            _wake(server)
+            stopper.join(0.05)
         server.server_close()
         if self._thread is not None:
             self._thread.join(5.0)
             self._thread = None
+
+
+def _wake(server: _BoundedServer) -> None:
+    """Connect to ``server`` and hang up, so that its serve loop comes out of select."""
+    host, port = server.server_address[:2]
+    host = {"": "127.0.0.1", "0.0.0.0": "127.0.0.1", "::": "::1"}.get(host, host)
+    try:
+        socket.create_connection((host, port), timeout=1.0).close()
+    except OSError:
+        pass
