@@ -11,7 +11,7 @@ two segments: when ``size + 8 > remaining`` an 8-byte BLANK record closes the se
     +--------+------+---------------------------------------+
 
 This class only encodes, appends and reads; locking, flushing and dispatch belong to ``MessageStore``.
-``append`` (and ``append_raw``, a slave's copy of the master's bytes) must be called under the store's put lock.
+``append`` (and ``replica.append_raw``, a slave's copy of the master's bytes) must be called under the store's put lock.
 """
 
 from __future__ import annotations
@@ -454,48 +454,6 @@ class CommitLog:
         if mf is None:
             return None
         return memoryview(mf.mm)[:mf.wrote_position], mf.start_offset, phy - mf.start_offset
-
-    # -- replication (``mq.store.replica`` draws the chunk) ----------------------------------------------
-    def read_chunk(self, phy: int, max_bytes: int) -> bytes | None:
-        """Master side: whole records (and a whole BLANK tail) from ``phy``, within its segment and, past the
-        first unit, within ``max_bytes``. None when the segment is gone (deleted meanwhile)."""
-        from mq.store.replica import chunk_end
-
-        mf = self.queue.find_by_offset(phy)
-        if mf is None:
-            return None
-        wrote = mf.wrote_position  # every record below it is whole (``append`` moves it last)
-        rel = phy - mf.start_offset
-        if rel >= wrote:
-            return b""
-        try:
-            end = chunk_end(mf.mm, rel, wrote, mf.file_size, max_bytes)
-        except ValueError:
-            if mf.closed:
-                return None
-            raise
-        return mf.read(rel, end - rel)
-
-    def append_raw(self, phy: int, data: bytes) -> None:
-        """Slave side (put lock held): copy ``data`` (validated by the caller) to ``phy``, the end of the log or
-        the start of the next segment, opening that segment if needed. ``OSError`` (no room for a new segment)
-        leaves the log unchanged. The write position moves only once every byte is in place."""
-        self.commit()  # a store that staged records (SYNC_FLUSH) before it became a slave
-        q = self.queue
-        files = q.files
-        mf = files[-1] if files else None
-        if mf is None or mf.is_full:
-            mf = q.get_last_file(phy)  # creates the segment at phy (a boundary) or after the full last one
-        rel = phy - mf.start_offset
-        end = rel + len(data)
-        if rel != mf.wrote_position or end > mf.file_size:  # pragma: no cover - the store checked both
-            raise ValueError(f"replica write at {phy} does not continue segment {mf.path.name}")
-        if end > mf.reserved_to:
-            mf.reserve_to(end)  # OSError: no room, nothing written
-        if end > mf.zeroing_from:  # the warm-ahead thread is zeroing where this goes
-            self.warm.wait_until_clear(mf, end)  # type: ignore[union-attr]
-        mf.mm[rel:end] = data
-        mf.wrote_position = end
 
     # -- lifecycle ---------------------------------------------------------------------------------------
     def load(self) -> None:

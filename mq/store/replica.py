@@ -36,6 +36,7 @@ from mq.store.mapped_file import StoreError
 from mq.store.status import ReplicaOffsetError
 
 if TYPE_CHECKING:
+    from mq.store.commit_log import CommitLog
     from mq.store.message_store import MessageStore
 
 _NOT, _COMMIT = SF.TRANSACTION_NOT_TYPE, SF.TRANSACTION_COMMIT_TYPE
@@ -196,6 +197,47 @@ class ChunkAssembler:
         return out
 
 
+def read_chunk(cl: "CommitLog", phy: int, max_bytes: int) -> bytes | None:
+    """Master side: whole records (and a whole BLANK tail) from ``phy``, within its segment and, past the
+    first unit, within ``max_bytes``. None when the segment is gone (deleted meanwhile)."""
+    mf = cl.queue.find_by_offset(phy)
+    if mf is None:
+        return None
+    wrote = mf.wrote_position  # every record below it is whole (``append`` moves it last)
+    rel = phy - mf.start_offset
+    if rel >= wrote:
+        return b""
+    try:
+        end = chunk_end(mf.mm, rel, wrote, mf.file_size, max_bytes)
+    except ValueError:
+        if mf.closed:
+            return None
+        raise
+    return mf.read(rel, end - rel)
+
+
+def append_raw(cl: "CommitLog", phy: int, data: bytes) -> None:
+    """Slave side (put lock held): copy ``data`` (validated by the caller) to ``phy``, the end of the log or
+    the start of the next segment, opening that segment if needed. ``OSError`` (no room for a new segment)
+    leaves the log unchanged. The write position moves only once every byte is in place."""
+    cl.commit()  # a store that staged records (SYNC_FLUSH) before it became a slave
+    q = cl.queue
+    files = q.files
+    mf = files[-1] if files else None
+    if mf is None or mf.is_full:
+        mf = q.get_last_file(phy)  # creates the segment at phy (a boundary) or after the full last one
+    rel = phy - mf.start_offset
+    end = rel + len(data)
+    if rel != mf.wrote_position or end > mf.file_size:  # pragma: no cover - the store checked both
+        raise ValueError(f"replica write at {phy} does not continue segment {mf.path.name}")
+    if end > mf.reserved_to:
+        mf.reserve_to(end)  # OSError: no room, nothing written
+    if end > mf.zeroing_from:  # the warm-ahead thread is zeroing where this goes
+        cl.warm.wait_until_clear(mf, end)  # type: ignore[union-attr]
+    mf.mm[rel:end] = data
+    mf.wrote_position = end
+
+
 def read_replica(store: "MessageStore", phy_offset: int, max_bytes: int) -> bytes | None:
     """Master side: raw commit-log bytes from ``phy_offset`` for a slave, whole records only.
 
@@ -210,7 +252,7 @@ def read_replica(store: "MessageStore", phy_offset: int, max_bytes: int) -> byte
         return b""
     if phy_offset < cl.min_offset or phy_offset > cl.max_offset:
         return None
-    return cl.read_chunk(phy_offset, max_bytes)
+    return read_chunk(cl, phy_offset, max_bytes)
 
 
 def append_replica(store: "MessageStore", phy_offset: int, data: bytes) -> int:
@@ -244,7 +286,7 @@ def append_replica(store: "MessageStore", phy_offset: int, data: bytes) -> int:
                 store.cq_table.destroy_all()
             cl.topic_queue_table.clear()
             store.dispatcher.dispatched_offset = phy_offset
-        cl.append_raw(phy_offset, data)
+        append_raw(cl, phy_offset, data)
         new_end = phy_offset + len(data)
         reqs = chunk.requests
         if store.group_commit is not None:

@@ -10,7 +10,9 @@ A broker with thousands of topics has tens of thousands of series, and most do n
 next. So a series whose label values and value are those of the same family's previous scrape reuses that
 scrape's samples: the same tuple of ``Sample`` objects (``Family.series``), nothing built. The exposition
 (``render.py``) keys its text on that tuple's identity, so an unchanged series is neither built nor rendered
-again; a series whose value changed still reuses its label dicts (fewer objects for each scrape to allocate). Only the previous scrape is kept: a series that is gone is forgotten at the next scrape.
+again; a series whose value changed still reuses its label dicts (fewer objects for each scrape to allocate,
+and the exposition rebuilds its lines from their kept label prefixes). Only the previous scrape is kept: a series
+that is gone is forgotten at the next scrape.
 """
 
 from __future__ import annotations

@@ -15,6 +15,7 @@ from mq.store import commit_log as CL
 from mq.store.commit_log import CommitLog
 from mq.store.message_store import MessageStore
 from mq.store.status import PutMessageStatus
+from mq.store import replica
 
 from .conftest import inner, small_config
 
@@ -57,7 +58,7 @@ def test_staged_records_are_invisible_until_committed(tmp_path):
     log = _log(tmp_path, True, 1 << 20)
     first = log.append([_prepared(log, 0)], 1)[0]
     assert log.staged_bytes == first.size and log.max_offset == 0
-    assert log.read(first.phy_offset, first.size) is None and log.read_chunk(0, 1 << 20) == b""
+    assert log.read(first.phy_offset, first.size) is None and replica.read_chunk(log, 0, 1 << 20) == b""
     assert log.append_end(log.queue.files[-1]) == first.size
     log.commit()
     assert log.staged_bytes == 0 and log.max_offset == first.size
