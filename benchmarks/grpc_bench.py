@@ -162,6 +162,16 @@ def _ack_request(entries: list[tuple[str, str]]) -> bytes:
     return a.SerializeToString()
 
 
+async def _ack_call(client, block: bytes, entries: list, ph: "Phase") -> None:
+    """One AckMessage call of ``entries``: a call, and the entries acked or the call failed."""
+    msgs = await client.call(block, _ack_request(entries))
+    ph.calls += 1
+    if msgs and pb.AckMessageResponse.FromString(msgs[0]).status.code == pb.Code.OK:
+        ph.msgs += len(entries)
+    else:
+        ph.failed += 1
+
+
 async def grpc_receive(port: int, seconds: float, receivers: int, batch: int, cpu: Cpu,
                        keep: list | None = None, ack: str = "") -> dict:
     """ReceiveMessage loops; ``ack`` "" keeps the handles in ``keep``, "x1" acks each message with its own
@@ -171,15 +181,7 @@ async def grpc_receive(port: int, seconds: float, receivers: int, batch: int, cp
     recv_block, ack_block = header_block("ReceiveMessage", "bench-consumer"), header_block("AckMessage",
                                                                                           "bench-consumer")
     req = _receive_request(batch, RECV_INVISIBLE_S if not ack else 60)
-    ph, stop, ok = Phase(cpu), time.monotonic() + seconds + 1.0, pb.Code.OK
-
-    async def ack_call(client, entries) -> None:
-        msgs = await client.call(ack_block, _ack_request(entries))
-        ph.calls += 1
-        if msgs and pb.AckMessageResponse.FromString(msgs[0]).status.code == ok:
-            ph.msgs += len(entries)
-        else:
-            ph.failed += 1
+    ph, stop = Phase(cpu), time.monotonic() + seconds + 1.0
 
     async def loop(client) -> None:
         while time.monotonic() < stop:
@@ -189,9 +191,9 @@ async def grpc_receive(port: int, seconds: float, receivers: int, batch: int, cp
                 ph.empty += 1
                 continue
             if ack == "x1":
-                await asyncio.gather(*(ack_call(client, [e]) for e in got))
+                await asyncio.gather(*(_ack_call(client, ack_block, [e], ph) for e in got))
             elif ack == "batch":
-                await ack_call(client, got)
+                await _ack_call(client, ack_block, got, ph)
             else:
                 ph.msgs += len(got)
                 keep.extend(got)  # type: ignore[union-attr]
@@ -209,17 +211,11 @@ async def grpc_ack(port: int, seconds: float, conns: int, inflight: int, per_cal
     (no warm-up: the window is the whole phase)."""
     clients = [await connect(port) for _ in range(conns)]
     block = header_block("AckMessage", "bench-consumer")
-    ph, stop, ok = Phase(cpu), time.monotonic() + seconds, pb.Code.OK
+    ph, stop = Phase(cpu), time.monotonic() + seconds
 
     async def loop(client) -> None:
         while time.monotonic() < stop and handles:
-            entries = [handles.pop() for _ in range(min(per_call, len(handles)))]
-            msgs = await client.call(block, _ack_request(entries))
-            ph.calls += 1
-            if msgs and pb.AckMessageResponse.FromString(msgs[0]).status.code == ok:
-                ph.msgs += len(entries)
-            else:
-                ph.failed += 1
+            await _ack_call(client, block, [handles.pop() for _ in range(min(per_call, len(handles)))], ph)
 
     ph.mark()
     await asyncio.gather(*(loop(c) for c in clients for _ in range(inflight)))

@@ -246,8 +246,10 @@ def to_stored(m: Any, *, producer_group: str, peer_host: str, max_body: int, max
 
 
 # -- stored -> wire ------------------------------------------------------------------------------------------------
-def _ts(ms: int) -> Any:
-    return pb.Timestamp(seconds=ms // 1000, nanos=(ms % 1000) * 1_000_000)
+def _fill_ts(field: Any, ms: int) -> None:
+    """Set a ``Timestamp`` field of a message in place to ``ms`` (epoch milliseconds)."""
+    field.seconds = ms // 1000
+    field.nanos = ms % 1000 * 1_000_000
 
 
 def message_type_of(props: dict[str, str]) -> int:
@@ -294,15 +296,9 @@ def to_wire(msg: MessageExt, *, receipt_handle: str | None = None, topic: str | 
     d.checksum = hashlib.md5(body).hexdigest().upper()
     sp.body_encoding = _IDENTITY
     sp.message_type = message_type_of(props)
-    ms = msg.born_timestamp
-    ts = sp.born_timestamp
-    ts.seconds = ms // 1000
-    ts.nanos = ms % 1000 * 1_000_000
+    _fill_ts(sp.born_timestamp, msg.born_timestamp)
     sp.born_host = get(BORN_HOST) or format_addr(msg.born_host)
-    ms = msg.store_timestamp
-    ts = sp.store_timestamp
-    ts.seconds = ms // 1000
-    ts.nanos = ms % 1000 * 1_000_000
+    _fill_ts(sp.store_timestamp, msg.store_timestamp)
     sp.store_host = format_addr(msg.store_host)
     sp.queue_id = msg.queue_id
     sp.queue_offset = msg.queue_offset
@@ -315,9 +311,9 @@ def to_wire(msg: MessageExt, *, receipt_handle: str | None = None, topic: str | 
         sp.keys.extend(k for k in keys.split(P.KEY_SEPARATOR) if k)
     deliver = get(TIMER_DELIVER_MS) or get(P.START_DELIVER_TIME)
     if deliver is not None and deliver.isdigit():
-        sp.delivery_timestamp.CopyFrom(_ts(int(deliver)))
+        _fill_ts(sp.delivery_timestamp, int(deliver))
     elif get(TIMER_DELAY_SEC, "").isdigit():
-        sp.delivery_timestamp.CopyFrom(_ts((now_ms or msg.store_timestamp) + int(props[TIMER_DELAY_SEC]) * 1000))
+        _fill_ts(sp.delivery_timestamp, (now_ms or msg.store_timestamp) + int(props[TIMER_DELAY_SEC]) * 1000)
     group = get(SHARDING_KEY)
     if group is not None:
         sp.message_group = group
