@@ -111,6 +111,12 @@ class StoreConfig:
     #: else zero-fill). -1 lets the flush mode choose: 16 MiB under ASYNC_FLUSH where the kernel can populate, off
     #: under SYNC_FLUSH (the thread would take the second core from the group commit); 0 is off.
     warm_ahead_bytes: int = -1
+    #: The commit log's mapped pages the broker keeps in its address space behind the writer, bytes. Once a
+    #: second older pages (and earlier segments, and consume-queue segments no longer written) are released from
+    #: the mappings (``mq.store.resident``): they stay in the page cache, a read maps them again with a minor
+    #: fault, and they leave the broker's RSS. -1 keeps every page mapped until its segment is unmapped, as
+    #: RocketMQ's broker does.
+    resident_behind_writer_bytes: int = 64 * 1024 * 1024
     #: Accepted from RocketMQ's broker.conf; not used (SYNC_FLUSH always stages records in a write buffer).
     transient_store_pool_enable: bool = False
     #: A store error that repeats (a put refused on a full disk, a record whose topic cannot become a consume

@@ -42,6 +42,7 @@ from mq.store.put_path import PutPath
 from mq.store.recovery import RecoveryReport, rebuild_topic_queue_table, recover
 from mq.store.runtime_files import AbortFile, StoreLock
 from mq.store.status import GetMessageResult, GetMessageStatus, QueryMessageResult, StoreStats
+from mq.store.resident import ResidentTrimmer
 from mq.store.warm import WarmAheadService, default_ahead as warm_default_ahead
 
 log = logging.getLogger(__name__)
@@ -107,6 +108,9 @@ class MessageStore(PutPath):
             ahead = warm_default_ahead(self.sync_flush)
         self.warm = WarmAheadService(self.commit_log.queue, self.put_lock, ahead=ahead,
                                      append_end=self.commit_log.append_end) if ahead > 0 else None
+        keep = config.resident_behind_writer_bytes
+        self.trimmer = ResidentTrimmer(self.commit_log.queue, lambda: list(self.cq_table),
+                                       keep_bytes=keep) if keep >= 0 else None
         self.cleaner = Cleaner(config, self.commit_log, self.cq_table, cq_lock=self.dispatcher.lock,
                                index=self.index, now=now, disk_ratio=disk_ratio)
         self.recovery: RecoveryReport | None = None
@@ -171,6 +175,8 @@ class MessageStore(PutPath):
         if self.warm is not None:
             self.commit_log.warm = self.warm
             self.warm.start()
+        if self.trimmer is not None:
+            self.trimmer.start()
         self.cleaner.check_disk()
         self.cleaner.start()
         self._stop_stats.clear()
@@ -199,6 +205,8 @@ class MessageStore(PutPath):
             self.cq_flush.stop()
             if self.warm is not None:
                 self.warm.stop()
+            if self.trimmer is not None:
+                self.trimmer.stop(final_pass=False)
         if self.index is not None and self._loaded:
             self.index.close()
         clean = (self.flush_error is None and not self.cleaner.disk_full

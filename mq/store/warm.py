@@ -59,7 +59,7 @@ MADV_POPULATE_READ = 22
 Populate = Callable[[mmap.mmap, int, int], None]
 
 
-def _libc_madvise() -> Callable[[int, int, int], int] | None:
+def libc_madvise() -> Callable[[int, int, int], int] | None:
     name = ctypes.util.find_library("c")
     if not name:  # pragma: no cover - no C library to call
         return None
@@ -75,7 +75,7 @@ def _libc_madvise() -> Callable[[int, int, int], int] | None:
 def make_populate() -> Populate | None:
     """``populate(mm, start, length)``: MADV_POPULATE_READ over ``mm[start:start + length]`` (page-aligned
     ``start``), raising ``OSError``; None where the kernel or platform has no such advice."""
-    madvise = _libc_madvise()
+    madvise = libc_madvise()
     if madvise is None:
         return None
 
