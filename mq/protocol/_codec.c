@@ -7,9 +7,13 @@
  * descriptors' offsets), RemoteProtocolError, (SerializeType.JSON, SerializeType.ROCKETMQ), the frozenset of
  * known language codes, LanguageCode.OTHER, and the JSON header decoder and encoder (orjson, in Python).
  *
+ * setup_json(loads, lang_by_name): orjson.loads and codec.py's {language name: code}. From then on a JSON header
+ * is parsed by ``loads`` and its command built here when it is the usual kind (json_command), else, and before,
+ * decoded by ``json_decode``.
+ *
  * decode_frames(src, pos, max_frame, max_header) -> (commands, pos): FrameDecoder.feed's loop over the whole
  * frames of ``src`` from ``pos``: the length and header-word checks against the limits, the ROCKETMQ binary
- * header decoded here and the JSON header by ``json_decode``, the body copied to bytes, ``wire_size`` set. It
+ * header decoded here and the JSON header as setup_json says, the body copied to bytes, ``wire_size`` set. It
  * stops at the first incomplete frame and returns the position there; bad input raises RemoteProtocolError with
  * the Python code's message.
  *
@@ -39,6 +43,9 @@ static const char *const slot_names[F_COUNT] = {"code", "language", "version", "
 static Py_ssize_t slot_off[F_COUNT];
 static PyTypeObject *cmd_type;
 static PyObject *remote_error, *stype_json, *stype_rocketmq, *lang_known, *lang_other, *json_decode, *json_encode;
+/* setup_json(): orjson.loads and {language name: code}; NULL until then (every JSON header goes to json_decode) */
+static PyObject *json_loads, *lang_by_name, *s_code, *s_language, *s_version, *s_opaque, *s_flag, *s_remark,
+    *s_ext, *s_java;
 /* one-byte keys (the V2 send header's a..z) as shared strings: no new str per frame for them */
 static PyObject *short_keys[128];
 
@@ -285,6 +292,117 @@ fail:
     return NULL;
 }
 
+static PyObject *setup_json(PyObject *self, PyObject *args) {
+    PyObject *loads, *by_name;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OO!:setup_json", &loads, &PyDict_Type, &by_name))
+        return NULL;
+    if (s_code == NULL) {
+        if ((s_code = PyUnicode_InternFromString("code")) == NULL
+            || (s_language = PyUnicode_InternFromString("language")) == NULL
+            || (s_version = PyUnicode_InternFromString("version")) == NULL
+            || (s_opaque = PyUnicode_InternFromString("opaque")) == NULL
+            || (s_flag = PyUnicode_InternFromString("flag")) == NULL
+            || (s_remark = PyUnicode_InternFromString("remark")) == NULL
+            || (s_ext = PyUnicode_InternFromString("extFields")) == NULL
+            || (s_java = PyUnicode_InternFromString("JAVA")) == NULL)
+            return NULL;
+    }
+    Py_INCREF(loads); Py_XSETREF(json_loads, loads);
+    Py_INCREF(by_name); Py_XSETREF(lang_by_name, by_name);
+    Py_RETURN_NONE;
+}
+
+/* an int32 field of a JSON header: 1 and *out set, or 0 for anything decode_json_header must judge (missing
+ * without a default, not an exact int, out of range) */
+static int json_int(PyObject *obj, PyObject *key, int has_default, PyObject **out) {
+    PyObject *v = PyDict_GetItemWithError(obj, key);
+    if (v == NULL) {
+        if (PyErr_Occurred() || !has_default)
+            return 0;
+        *out = PyLong_FromLong(0);
+        return *out != NULL;
+    }
+    if (!PyLong_CheckExact(v))
+        return 0;
+    int overflow;
+    long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+    if (overflow || x < INT32_MIN || x > INT32_MAX)
+        return 0;
+    Py_INCREF(v);
+    *out = v;
+    return 1;
+}
+
+/* decode_json_header's usual case over the object orjson parsed: four int32 numbers, a language name or code, a
+ * remark that is text or absent, extFields whose values are all text. NULL without an exception for anything
+ * else, which the Python function then decodes or refuses (it parses the header again: that is rare). */
+static PyObject *json_command(PyObject *obj) {
+    if (!PyDict_CheckExact(obj))
+        return NULL;
+    PyObject *vals[F_COUNT] = {NULL};
+    if (!json_int(obj, s_code, 0, &vals[F_CODE]) || !json_int(obj, s_opaque, 1, &vals[F_OPAQUE])
+        || !json_int(obj, s_flag, 1, &vals[F_FLAG]) || !json_int(obj, s_version, 1, &vals[F_VERSION]))
+        goto other;
+    PyObject *lang = PyDict_GetItemWithError(obj, s_language), *language = NULL;
+    if (lang == NULL) {
+        if (PyErr_Occurred())
+            goto other;
+        lang = s_java;
+    }
+    if (PyUnicode_CheckExact(lang)) {
+        language = PyDict_GetItemWithError(lang_by_name, lang);
+        if (language == NULL && PyErr_Occurred())
+            goto other;
+    } else if (PyLong_CheckExact(lang)) {
+        int known = PySet_Contains(lang_known, lang);
+        if (known < 0)
+            goto other;
+        if (known)
+            language = lang;
+    }
+    if (language == NULL)
+        language = lang_other;
+    Py_INCREF(language);
+    vals[F_LANGUAGE] = language;
+    PyObject *remark = PyDict_GetItemWithError(obj, s_remark);
+    if (remark == NULL && PyErr_Occurred())
+        goto other;
+    if (remark != NULL && remark != Py_None) {
+        if (!PyUnicode_CheckExact(remark))
+            goto other;
+        Py_INCREF(remark);
+        vals[F_REMARK] = remark;
+    }
+    PyObject *ext = PyDict_GetItemWithError(obj, s_ext);
+    if (ext == NULL && PyErr_Occurred())
+        goto other;
+    if (ext == NULL || ext == Py_None) {
+        if ((ext = PyDict_New()) == NULL)
+            goto other;
+    } else {
+        if (!PyDict_CheckExact(ext))
+            goto other;
+        Py_ssize_t i = 0;
+        PyObject *k, *v;
+        while (PyDict_Next(ext, &i, &k, &v))
+            if (!PyUnicode_CheckExact(v))
+                goto other;
+        Py_INCREF(ext);
+    }
+    vals[F_EXT] = ext;
+    Py_INCREF(stype_json);
+    vals[F_STYPE] = stype_json;
+    if ((vals[F_WIRE] = PyLong_FromLong(0)) == NULL)
+        goto other;
+    return new_command(vals);
+other:
+    for (int i = 0; i < F_COUNT; i++)
+        Py_XDECREF(vals[i]);
+    PyErr_Clear();
+    return NULL;
+}
+
 static PyObject *decode_frames(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
     if (nargs != 4) {
@@ -348,7 +466,18 @@ static PyObject *decode_frames(PyObject *self, PyObject *const *args, Py_ssize_t
             PyObject *hdr = PyBytes_FromStringAndSize((const char *)src + hstart, (Py_ssize_t)hlen);
             if (hdr == NULL)
                 goto done;
-            cmd = PyObject_CallOneArg(json_decode, hdr);
+            cmd = NULL;
+            if (json_loads != NULL) {
+                PyObject *obj = PyObject_CallOneArg(json_loads, hdr);
+                if (obj == NULL)
+                    PyErr_Clear();  /* json_decode says what is wrong with it */
+                else {
+                    cmd = json_command(obj);
+                    Py_DECREF(obj);
+                }
+            }
+            if (cmd == NULL)
+                cmd = PyObject_CallOneArg(json_decode, hdr);
             Py_DECREF(hdr);
             if (cmd == NULL)
                 goto done;
@@ -870,6 +999,8 @@ fail:
 static PyMethodDef methods[] = {
     {"setup", setup, METH_VARARGS,
      "setup(command_type, remote_error, serialize_types, lang_known, lang_other, json_decode, json_encode)"},
+    {"setup_json", setup_json, METH_VARARGS,
+     "setup_json(loads, lang_by_name): decode_frames builds a JSON header's command here from loads' object"},
     {"decode_frames", (PyCFunction)(void (*)(void))decode_frames, METH_FASTCALL,
      "decode_frames(src, pos, max_frame, max_header) -> (commands, pos)\n\n"
      "Decode the whole frames of src from pos; pos is where the first incomplete frame starts."},

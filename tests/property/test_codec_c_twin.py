@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import struct
 
+import orjson
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
@@ -218,3 +219,53 @@ def test_json_header_errors_pass_through():
     frame = struct.pack(">iI", 4 + len(bad), len(bad)) + bad
     with pytest.raises(RemoteProtocolError, match="not valid JSON"):
         codec.FrameDecoder().feed(frame)
+
+
+def _json_frame(header: bytes, body: bytes = b"") -> bytes:
+    return struct.pack(">iI", 4 + len(header) + len(body), len(header)) + header + body
+
+
+#: text JSON can carry (no lone surrogates), with the one-byte keys
+jtext = st.one_of(st.text(st.characters(blacklist_categories=("Cs",)), max_size=20),
+                  st.sampled_from(["a", "b", "m", "\x7f", "é", ""]))
+#: what a JSON header field may hold: the usual and every type a hostile or foreign client may put there
+json_value = st.one_of(
+    INT32, st.integers(-2**40, 2**40), st.booleans(), st.none(), st.floats(allow_nan=False, allow_infinity=False),
+    st.sampled_from([1.0, -2.0, 2.0**31, "12", "0x1F", "-7", "JAVA", "CPP", "GO", "RUST", "COBOL", 0, 13, 127]),
+    jtext, st.lists(st.integers(-9, 9), max_size=2), st.dictionaries(jtext, st.integers(-9, 9), max_size=2))
+FIELDS = ["code", "language", "version", "opaque", "flag", "remark", "extFields", "serializeTypeCurrentRPC"]
+
+
+@st.composite
+def json_headers(draw):
+    """JSON headers as Java, C++, Go or a hostile client may write them: each field absent, usual or odd."""
+    obj = {}
+    for name in FIELDS:
+        choice = draw(st.integers(0, 3))
+        if choice == 0:
+            continue  # absent
+        if choice == 1:  # usual
+            obj[name] = {"code": draw(INT16), "language": draw(st.sampled_from(["JAVA", "CPP", "GO", "OTHER"])),
+                         "version": draw(INT16), "opaque": draw(INT32), "flag": draw(INT32),
+                         "remark": draw(st.none() | jtext), "serializeTypeCurrentRPC": "JSON",
+                         "extFields": draw(st.dictionaries(jtext, jtext, max_size=5))}[name]
+        elif name == "extFields" and choice == 2:  # values of any kind
+            obj[name] = draw(st.dictionaries(jtext, json_value, max_size=4))
+        else:
+            obj[name] = draw(json_value)
+    top = draw(st.sampled_from(["object", "object", "object", "array", "number"]))
+    return orjson.dumps(obj if top == "object" else [obj] if top == "array" else 5)
+
+
+@SETTINGS
+@given(json_headers(), st.binary(max_size=10))
+@example(b'{"code":310,"opaque":1}', b"")  # language, flag, version absent: JAVA and zeros
+@example(b'{"code":true,"opaque":1}', b"")  # a boolean is not a number
+@example(b'{"code":"310","language":12,"extFields":{"a":1,"b":null}}', b"")
+@example(b'{"code":1,"language":99,"extFields":null,"remark":null}', b"")
+@example(b'{"code":1,"opaque":2147483648}', b"")  # out of int32
+@example(b'{"code":1,"remark":5}', b"")
+@example(b'{"code":1,"extFields":[]}', b"")
+def test_json_headers_decode_or_fail_as_python_does(header, body):
+    c, py = _decode_both(_json_frame(header, body))
+    assert c == py
