@@ -44,7 +44,7 @@ static Py_ssize_t slot_off[F_COUNT];
 static PyTypeObject *cmd_type;
 static PyObject *remote_error, *stype_json, *stype_rocketmq, *lang_known, *lang_other, *json_decode, *json_encode;
 /* setup_json(): orjson.loads and {language name: code}; NULL until then (every JSON header goes to json_decode) */
-static PyObject *json_loads, *lang_by_name, *s_code, *s_language, *s_version, *s_opaque, *s_flag, *s_remark,
+static PyObject *json_loads, *lang_by_name, *lang_name, *s_code, *s_language, *s_version, *s_opaque, *s_flag, *s_remark,
     *s_ext, *s_java;
 /* one-byte keys (the V2 send header's a..z) as shared strings: no new str per frame for them */
 static PyObject *short_keys[128];
@@ -293,9 +293,9 @@ fail:
 }
 
 static PyObject *setup_json(PyObject *self, PyObject *args) {
-    PyObject *loads, *by_name;
+    PyObject *loads, *by_name, *names;
     (void)self;
-    if (!PyArg_ParseTuple(args, "OO!:setup_json", &loads, &PyDict_Type, &by_name))
+    if (!PyArg_ParseTuple(args, "OO!O!:setup_json", &loads, &PyDict_Type, &by_name, &PyDict_Type, &names))
         return NULL;
     if (s_code == NULL) {
         if ((s_code = PyUnicode_InternFromString("code")) == NULL
@@ -310,6 +310,7 @@ static PyObject *setup_json(PyObject *self, PyObject *args) {
     }
     Py_INCREF(loads); Py_XSETREF(json_loads, loads);
     Py_INCREF(by_name); Py_XSETREF(lang_by_name, by_name);
+    Py_INCREF(names); Py_XSETREF(lang_name, names);
     Py_RETURN_NONE;
 }
 
@@ -548,6 +549,148 @@ static int small_int(PyObject *o, long lo, long hi, long *out) {
 
 /* Appends the frame; 1 done, 0 left to the Python code (nothing appended), -1 error. With ``header_only`` the
  * ROCKETMQ header alone goes to *header_out (a new bytes) and ``out`` is not touched. */
+/* ---- the JSON header, written as encode_json_header has orjson write it ---------------------------------- */
+
+typedef struct {
+    char *p;
+    Py_ssize_t len, cap;
+    char stack[1024];
+} jbuf_t;
+
+static int jb_reserve(jbuf_t *b, Py_ssize_t more) {
+    if (b->len + more <= b->cap)
+        return 0;
+    Py_ssize_t cap = (b->len + more) * 2;
+    char *p = b->p == b->stack ? PyMem_Malloc(cap) : PyMem_Realloc(b->p, cap);
+    if (p == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    if (b->p == b->stack)
+        memcpy(p, b->stack, b->len);
+    b->p = p;
+    b->cap = cap;
+    return 0;
+}
+
+static int jb_raw(jbuf_t *b, const char *s, Py_ssize_t n) {
+    if (jb_reserve(b, n) < 0)
+        return -1;
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+    return 0;
+}
+
+/* a JSON string as orjson writes it: '"', '\\' and control characters escaped (\b \t \n \f \r, else \u00xx
+ * in lowercase), everything else (DEL, '/', non-ASCII) as its UTF-8 */
+static int jb_str(jbuf_t *b, const char *s, Py_ssize_t n) {
+    if (jb_reserve(b, n * 6 + 2) < 0)
+        return -1;
+    char *o = b->p + b->len;
+    *o++ = '"';
+    for (Py_ssize_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c >= 0x20 && c != '"' && c != '\\') {
+            *o++ = (char)c;
+            continue;
+        }
+        *o++ = '\\';
+        switch (c) {
+        case '"': *o++ = '"'; break;
+        case '\\': *o++ = '\\'; break;
+        case '\b': *o++ = 'b'; break;
+        case '\t': *o++ = 't'; break;
+        case '\n': *o++ = 'n'; break;
+        case '\f': *o++ = 'f'; break;
+        case '\r': *o++ = 'r'; break;
+        default:
+            *o++ = 'u'; *o++ = '0'; *o++ = '0';
+            *o++ = "0123456789abcdef"[c >> 4];
+            *o++ = "0123456789abcdef"[c & 15];
+        }
+    }
+    *o++ = '"';
+    b->len = o - b->p;
+    return 0;
+}
+
+/* "key": the header's fixed keys are plain ASCII */
+#define JB_KEY(b, lit) jb_raw(b, lit, (Py_ssize_t)sizeof(lit) - 1)
+
+static int jb_int(jbuf_t *b, PyObject *o) {  /* 1, 0 for a number orjson writes otherwise, -1 */
+    if (!PyLong_Check(o) || PyBool_Check(o))
+        return 0;
+    int overflow;
+    long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
+    if (overflow || (v == -1 && PyErr_Occurred())) {
+        PyErr_Clear();
+        return 0;
+    }
+    char tmp[24];
+    int n = snprintf(tmp, sizeof tmp, "%lld", v);
+    return jb_raw(b, tmp, n) < 0 ? -1 : 1;
+}
+
+/* The JSON header of ``cmd`` into ``b``: 1, 0 for a command encode_json_header must judge (a value not text,
+ * text that is not UTF-8, a number out of 64 bits, a language that is no int), -1 on an error. */
+static int json_header(jbuf_t *b, PyObject *cmd) {
+    if (lang_name == NULL)
+        return 0;
+    PyObject *ext = SLOT(cmd, F_EXT), *rem = SLOT(cmd, F_REMARK), *lang = SLOT(cmd, F_LANGUAGE);
+    if (ext == NULL || !PyDict_CheckExact(ext) || rem == NULL || lang == NULL || !PyLong_Check(lang))
+        return 0;
+    const char *rs = NULL;
+    Py_ssize_t rn = 0;
+    if (rem != Py_None) {
+        if (!PyUnicode_CheckExact(rem) || (rs = utf8_of(rem, &rn)) == NULL)
+            return 0;
+    }
+    PyObject *name = PyDict_GetItemWithError(lang_name, lang);
+    if (name == NULL && PyErr_Occurred()) {
+        PyErr_Clear();
+        return 0;
+    }
+    const char *ls = "OTHER";
+    Py_ssize_t ln = 5;
+    if (name != NULL && (!PyUnicode_CheckExact(name) || (ls = utf8_of(name, &ln)) == NULL))
+        return 0;
+    int r;
+    if (JB_KEY(b, "{\"code\":") < 0)
+        return -1;
+    if ((r = jb_int(b, SLOT(cmd, F_CODE))) <= 0)
+        return r;
+    if (JB_KEY(b, ",\"extFields\":{") < 0)
+        return -1;
+    Py_ssize_t i = 0, first = 1;
+    PyObject *k, *v;
+    while (PyDict_Next(ext, &i, &k, &v)) {
+        Py_ssize_t kn, vn;
+        const char *ks, *vs;
+        if (!PyUnicode_CheckExact(k) || !PyUnicode_CheckExact(v) || (ks = utf8_of(k, &kn)) == NULL
+            || (vs = utf8_of(v, &vn)) == NULL)
+            return 0;
+        if ((!first && jb_raw(b, ",", 1) < 0) || jb_str(b, ks, kn) < 0 || jb_raw(b, ":", 1) < 0
+            || jb_str(b, vs, vn) < 0)
+            return -1;
+        first = 0;
+    }
+    if (JB_KEY(b, "},\"flag\":") < 0)
+        return -1;
+    if ((r = jb_int(b, SLOT(cmd, F_FLAG))) <= 0)
+        return r;
+    if (JB_KEY(b, ",\"language\":") < 0 || jb_str(b, ls, ln) < 0 || JB_KEY(b, ",\"opaque\":") < 0)
+        return -1;
+    if ((r = jb_int(b, SLOT(cmd, F_OPAQUE))) <= 0)
+        return r;
+    if (rs != NULL && (JB_KEY(b, ",\"remark\":") < 0 || jb_str(b, rs, rn) < 0))
+        return -1;
+    if (JB_KEY(b, ",\"serializeTypeCurrentRPC\":\"JSON\",\"version\":") < 0)
+        return -1;
+    if ((r = jb_int(b, SLOT(cmd, F_VERSION))) <= 0)
+        return r;
+    return JB_KEY(b, "}") < 0 ? -1 : 1;
+}
+
 static int encode_impl(PyObject *out, PyObject *cmd, int header_only, PyObject **header_out) {
     if (!Py_IS_TYPE(cmd, cmd_type))
         return 0;
@@ -572,20 +715,33 @@ static int encode_impl(PyObject *out, PyObject *cmd, int header_only, PyObject *
     }
     int rc = 0;
     PyObject *jhdr = NULL;
+    jbuf_t jb;
+    jb.p = NULL;
     entry_t stack_entries[16], *entries = stack_entries;
     Py_ssize_t hlen;
     const char *remark = NULL;
     Py_ssize_t rlen = 0;
     long code, version, opaque, flag, lang;
     Py_ssize_t count = 0;
+    jb.p = jb.stack;
+    jb.len = 0;
+    jb.cap = sizeof jb.stack;
     if (st == 0) {
-        if ((jhdr = PyObject_CallOneArg(json_encode, cmd)) == NULL) {
+        int r = json_header(&jb, cmd);
+        if (r < 0) {
             rc = -1;
             goto done;
         }
-        if (!PyBytes_Check(jhdr))
-            goto done;
-        hlen = PyBytes_GET_SIZE(jhdr);
+        if (r == 0) {
+            if ((jhdr = PyObject_CallOneArg(json_encode, cmd)) == NULL) {
+                rc = -1;
+                goto done;
+            }
+            if (!PyBytes_Check(jhdr))
+                goto done;
+            hlen = PyBytes_GET_SIZE(jhdr);
+        } else
+            hlen = jb.len;
     } else {
         PyObject *ext = SLOT(cmd, F_EXT), *rem = SLOT(cmd, F_REMARK);
         if (ext == NULL || !PyDict_CheckExact(ext) || rem == NULL)
@@ -653,7 +809,7 @@ static int encode_impl(PyObject *out, PyObject *cmd, int header_only, PyObject *
         p += 8;
     }
     if (st == 0) {
-        memcpy(p, PyBytes_AS_STRING(jhdr), hlen);
+        memcpy(p, jhdr != NULL ? PyBytes_AS_STRING(jhdr) : jb.p, hlen);
         p += hlen;
     } else {
         put16(p, (uint16_t)code);
@@ -685,6 +841,8 @@ static int encode_impl(PyObject *out, PyObject *cmd, int header_only, PyObject *
 done:
     if (entries != stack_entries)
         PyMem_Free(entries);
+    if (jb.p != NULL && jb.p != jb.stack)
+        PyMem_Free(jb.p);
     Py_XDECREF(jhdr);
     if (have_body)
         PyBuffer_Release(&bview);

@@ -406,6 +406,6 @@ _c_setup, _c_setup_json, _c_decode_frames, _c_encode_into, _c_rocketmq_header = 
 if _c_setup is not None:
     _c_setup(RemotingCommand, RemoteProtocolError, (SerializeType.JSON, SerializeType.ROCKETMQ),
              frozenset(_LANG_NAME), LanguageCode.OTHER, decode_json_header, encode_json_header)
-    _c_setup_json(orjson.loads, _LANG_BY_NAME)
+    _c_setup_json(orjson.loads, _LANG_BY_NAME, _LANG_NAME)
 #: True where the C frame codec is used
 C_CODEC = _c_decode_frames is not None

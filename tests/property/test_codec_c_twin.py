@@ -103,6 +103,11 @@ def _encode_both(cmd: RemotingCommand):
 @example(RemotingCommand(1, language=-1, remark="", body=b"", serialize_type=SerializeType.ROCKETMQ))
 @example(RemotingCommand(-2**15, opaque=-2**31, flag=2**31 - 1, version=2**15 - 1, remark="r\u00e9",
                          ext_fields={"\u00e9": "\U0001d11e", "n": None}, serialize_type=SerializeType.ROCKETMQ))
+@example(RemotingCommand(310, ext_fields={"a": "\x00\x1f\"\\/\x7f\u2028\b\t\n\f\r", "\x01": ""},
+                         remark="\x00\"", language=LanguageCode.GO))  # every escape orjson writes
+@example(RemotingCommand(True, opaque=2**63 - 1, flag=-2**63, language=True))  # a bool is no number; 64 bits
+@example(RemotingCommand(1, opaque=2**63, language=2**70))  # past 64 bits; a language no name has
+@example(RemotingCommand(1, ext_fields={"k" * 3000: "v" * 5000}, remark="r" * 2000))  # past the stack buffer
 def test_encode_into_matches_python(cmd):
     c, py = _encode_both(cmd)
     assert c == py
