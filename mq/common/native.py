@@ -1,5 +1,5 @@
 """The optional C extensions (the store's ``_append.c``, ``_index.c``, ``_consume_queue.c``, the protocol's
-``_codec.c``; built by setup.py where a compiler is).
+``_codec.c``, the properties reader ``mq/common/_properties.c``; built by setup.py where a compiler is).
 
 One place decides whether they are used: a module that is not built, or ``MQ_PURE_PYTHON=1`` in the environment,
 gives None for each function, and the callers run their Python twins, which give the same results.

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Mapping
 
+from mq.common import native
+
 NAME_VALUE_SEPARATOR = "\x01"
 PROPERTY_SEPARATOR = "\x02"
 KEY_SEPARATOR = " "
@@ -82,7 +84,7 @@ def encode_properties(props: Mapping[str, str | None] | None) -> str:
     )
 
 
-def decode_properties(text: str | None) -> dict[str, str]:
+def py_decode_properties(text: str | None) -> dict[str, str]:
     """Java ``string2messageProperties``, tolerant of a trailing separator; empty values are dropped."""
     out: dict[str, str] = {}
     if not text:
@@ -92,6 +94,16 @@ def decode_properties(text: str | None) -> dict[str, str]:
         if i > 0 and i < len(seg) - 1:
             out[seg[:i]] = seg[i + 1:]
     return out
+
+
+(_c_decode,) = native.load("mq.common._properties", "decode")
+if _c_decode is None:
+    decode_properties = py_decode_properties
+else:
+    def decode_properties(text: str | None) -> dict[str, str]:
+        """Java ``string2messageProperties``, tolerant of a trailing separator; empty values are dropped
+        (``py_decode_properties``, in C: ``mq/common/_properties.c``)."""
+        return _c_decode(text) if text else {}
 
 
 def decode_properties_bytes(raw: bytes | memoryview) -> dict[str, str]:

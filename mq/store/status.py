@@ -86,6 +86,10 @@ class PutMessageResult:
 
     @property
     def msg_id(self) -> str:
+        """The offsetMsgIds joined by commas (one for a single message, the send path's case)."""
+        offs = self.phy_offsets
+        if len(offs) == 1 and self.store_host:
+            return (self.store_host + offs[0].to_bytes(8, "big")).hex().upper()
         return ",".join(self.msg_ids)
 
 

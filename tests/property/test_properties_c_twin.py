@@ -1,0 +1,31 @@
+"""The C properties reader (mq/common/_properties.c) gives the same dict as its Python twin, key order included."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from mq.common import properties as P
+
+pytestmark = pytest.mark.skipif(P.decode_properties is P.py_decode_properties,
+                                reason="the C reader is not built (no C compiler at install) or MQ_PURE_PYTHON is set")
+
+#: mostly separators and short names, so segments are empty, nameless, valueless and repeated
+pieces = st.lists(st.sampled_from(["\x01", "\x02", "a", "TAGS", "é", "\U0001d11e", "", " ", "\x00"]) | st.text(max_size=4),
+                  max_size=30).map("".join)
+
+
+@settings(max_examples=500, deadline=None)
+@given(pieces)
+@example("a\x01\x01b\x02a\x01c")  # the first \x01 splits; a later name wins
+@example("\x01b\x02a\x01\x02\x02x\x01y\x02")  # no name, no value, empty segments, a trailing separator
+@example("\ud800\x01\udfff")  # lone surrogates are text like any other
+def test_decode_matches_python(text):
+    got = P.decode_properties(text)
+    want = P.py_decode_properties(text)
+    assert got == want and list(got) == list(want)
+
+
+def test_none_and_empty_give_an_empty_dict():
+    assert P.decode_properties(None) == {} and P.decode_properties("") == {}
