@@ -19,7 +19,9 @@ setup(ext_modules=[
               extra_compile_args=["-O2", "-Wall"]),
     Extension("mq.store._consume_queue", ["mq/store/_consume_queue.c"], depends=_HEADERS, optional=True,
               extra_compile_args=["-O2", "-Wall"]),
-    Extension("mq.protocol._codec", ["mq/protocol/_codec.c"], optional=True, extra_compile_args=["-O2", "-Wall"]),
+    Extension("mq.protocol._codec", ["mq/protocol/_codec.c", "mq/protocol/_codec_json.c",
+                                     "mq/protocol/_codec_headers.c"], depends=["mq/protocol/_codec.h"],
+              optional=True, extra_compile_args=["-O2", "-Wall"]),
     Extension("mq.common._properties", ["mq/common/_properties.c"], optional=True,
               extra_compile_args=["-O2", "-Wall"]),
 ])

@@ -7,9 +7,9 @@
  * descriptors' offsets), RemoteProtocolError, (SerializeType.JSON, SerializeType.ROCKETMQ), the frozenset of
  * known language codes, LanguageCode.OTHER, and the JSON header decoder and encoder (orjson, in Python).
  *
- * setup_json(loads, lang_by_name): orjson.loads and codec.py's {language name: code}. From then on a JSON header
- * is parsed by ``loads`` and its command built here when it is the usual kind (json_command), else, and before,
- * decoded by ``json_decode``.
+ * setup_json(loads, lang_by_name, lang_name): orjson.loads and codec.py's {language name: code} and {code: name}.
+ * From then on a JSON header is parsed by ``loads`` and its command built in C when it is the usual kind
+ * (_codec_json.c), and written there; else, and before, ``json_decode`` and ``json_encode`` do it.
  *
  * decode_frames(src, pos, max_frame, max_header) -> (commands, pos): FrameDecoder.feed's loop over the whole
  * frames of ``src`` from ``pos``: the length and header-word checks against the limits, the ROCKETMQ binary
@@ -18,38 +18,30 @@
  * the Python code's message.
  *
  * encode_into(out, cmd) -> bool: appends ``cmd``'s frame to the bytearray ``out`` (the ROCKETMQ header written
- * here, the JSON one by ``json_encode``); False, with nothing appended, for anything it leaves to the Python
+ * here, the JSON one as setup_json says); False, with nothing appended, for anything it leaves to the Python
  * code: a subclass, a field of an unusual type or out of range, a key too long (the Python code raises the
  * LocalProtocolError).
  *
  * rocketmq_header(cmd) -> bytes | None: the ROCKETMQ binary header alone, None where encode_into says False.
  *
- * header_spec(cls, fields), header_from_ext(spec, cls, ext), header_to_ext(spec, header): the typed headers'
- * from_ext and to_ext (headers.py) for the usual case, every field read or written as the generated Python code
+ * header_spec(cls, fields), header_from_ext(spec, cls, ext), header_to_ext(spec, header) (_codec_headers.c): the
+ * typed headers' from_ext and to_ext (headers.py) for the usual case, every field read or written as the generated Python code
  * does; they return None for anything else (a number in other digits or out of range, a missing required field,
  * a value of another type), which the Python code then reads or refuses.
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
+#include "_codec.h"
+
 #include <structmember.h>
 #include <limits.h>
-#include <stdint.h>
-#include <string.h>
 
-/* RemotingCommand's slots, in this order */
-enum { F_CODE, F_LANGUAGE, F_VERSION, F_OPAQUE, F_FLAG, F_REMARK, F_EXT, F_BODY, F_STYPE, F_WIRE, F_COUNT };
 static const char *const slot_names[F_COUNT] = {"code", "language", "version", "opaque", "flag", "remark",
                                                 "ext_fields", "body", "serialize_type", "wire_size"};
-static Py_ssize_t slot_off[F_COUNT];
-static PyTypeObject *cmd_type;
-static PyObject *remote_error, *stype_json, *stype_rocketmq, *lang_known, *lang_other, *json_decode, *json_encode;
-/* setup_json(): orjson.loads and {language name: code}; NULL until then (every JSON header goes to json_decode) */
-static PyObject *json_loads, *lang_by_name, *lang_name, *s_code, *s_language, *s_version, *s_opaque, *s_flag, *s_remark,
-    *s_ext, *s_java;
+Py_ssize_t slot_off[F_COUNT];
+PyTypeObject *cmd_type;
+PyObject *stype_json, *lang_known, *lang_other;
+static PyObject *remote_error, *stype_rocketmq, *json_decode, *json_encode;
 /* one-byte keys (the V2 send header's a..z) as shared strings: no new str per frame for them */
 static PyObject *short_keys[128];
-
-#define SLOT(o, f) (*(PyObject **)((char *)(o) + slot_off[f]))
 
 static inline uint32_t get32(const unsigned char *p) {
     return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | (uint32_t)p[3];
@@ -113,7 +105,7 @@ static int ready(void) {
 }
 
 /* a RemotingCommand with every slot set (the values are stolen; NULL ones become None) */
-static PyObject *new_command(PyObject *vals[F_COUNT]) {
+PyObject *new_command(PyObject *vals[F_COUNT]) {
     PyObject *o = cmd_type->tp_alloc(cmd_type, 0);
     if (o == NULL) {
         for (int i = 0; i < F_COUNT; i++)
@@ -292,118 +284,6 @@ fail:
     return NULL;
 }
 
-static PyObject *setup_json(PyObject *self, PyObject *args) {
-    PyObject *loads, *by_name, *names;
-    (void)self;
-    if (!PyArg_ParseTuple(args, "OO!O!:setup_json", &loads, &PyDict_Type, &by_name, &PyDict_Type, &names))
-        return NULL;
-    if (s_code == NULL) {
-        if ((s_code = PyUnicode_InternFromString("code")) == NULL
-            || (s_language = PyUnicode_InternFromString("language")) == NULL
-            || (s_version = PyUnicode_InternFromString("version")) == NULL
-            || (s_opaque = PyUnicode_InternFromString("opaque")) == NULL
-            || (s_flag = PyUnicode_InternFromString("flag")) == NULL
-            || (s_remark = PyUnicode_InternFromString("remark")) == NULL
-            || (s_ext = PyUnicode_InternFromString("extFields")) == NULL
-            || (s_java = PyUnicode_InternFromString("JAVA")) == NULL)
-            return NULL;
-    }
-    Py_INCREF(loads); Py_XSETREF(json_loads, loads);
-    Py_INCREF(by_name); Py_XSETREF(lang_by_name, by_name);
-    Py_INCREF(names); Py_XSETREF(lang_name, names);
-    Py_RETURN_NONE;
-}
-
-/* an int32 field of a JSON header: 1 and *out set, or 0 for anything decode_json_header must judge (missing
- * without a default, not an exact int, out of range) */
-static int json_int(PyObject *obj, PyObject *key, int has_default, PyObject **out) {
-    PyObject *v = PyDict_GetItemWithError(obj, key);
-    if (v == NULL) {
-        if (PyErr_Occurred() || !has_default)
-            return 0;
-        *out = PyLong_FromLong(0);
-        return *out != NULL;
-    }
-    if (!PyLong_CheckExact(v))
-        return 0;
-    int overflow;
-    long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
-    if (overflow || x < INT32_MIN || x > INT32_MAX)
-        return 0;
-    Py_INCREF(v);
-    *out = v;
-    return 1;
-}
-
-/* decode_json_header's usual case over the object orjson parsed: four int32 numbers, a language name or code, a
- * remark that is text or absent, extFields whose values are all text. NULL without an exception for anything
- * else, which the Python function then decodes or refuses (it parses the header again: that is rare). */
-static PyObject *json_command(PyObject *obj) {
-    if (!PyDict_CheckExact(obj))
-        return NULL;
-    PyObject *vals[F_COUNT] = {NULL};
-    if (!json_int(obj, s_code, 0, &vals[F_CODE]) || !json_int(obj, s_opaque, 1, &vals[F_OPAQUE])
-        || !json_int(obj, s_flag, 1, &vals[F_FLAG]) || !json_int(obj, s_version, 1, &vals[F_VERSION]))
-        goto other;
-    PyObject *lang = PyDict_GetItemWithError(obj, s_language), *language = NULL;
-    if (lang == NULL) {
-        if (PyErr_Occurred())
-            goto other;
-        lang = s_java;
-    }
-    if (PyUnicode_CheckExact(lang)) {
-        language = PyDict_GetItemWithError(lang_by_name, lang);
-        if (language == NULL && PyErr_Occurred())
-            goto other;
-    } else if (PyLong_CheckExact(lang)) {
-        int known = PySet_Contains(lang_known, lang);
-        if (known < 0)
-            goto other;
-        if (known)
-            language = lang;
-    }
-    if (language == NULL)
-        language = lang_other;
-    Py_INCREF(language);
-    vals[F_LANGUAGE] = language;
-    PyObject *remark = PyDict_GetItemWithError(obj, s_remark);
-    if (remark == NULL && PyErr_Occurred())
-        goto other;
-    if (remark != NULL && remark != Py_None) {
-        if (!PyUnicode_CheckExact(remark))
-            goto other;
-        Py_INCREF(remark);
-        vals[F_REMARK] = remark;
-    }
-    PyObject *ext = PyDict_GetItemWithError(obj, s_ext);
-    if (ext == NULL && PyErr_Occurred())
-        goto other;
-    if (ext == NULL || ext == Py_None) {
-        if ((ext = PyDict_New()) == NULL)
-            goto other;
-    } else {
-        if (!PyDict_CheckExact(ext))
-            goto other;
-        Py_ssize_t i = 0;
-        PyObject *k, *v;
-        while (PyDict_Next(ext, &i, &k, &v))
-            if (!PyUnicode_CheckExact(v))
-                goto other;
-        Py_INCREF(ext);
-    }
-    vals[F_EXT] = ext;
-    Py_INCREF(stype_json);
-    vals[F_STYPE] = stype_json;
-    if ((vals[F_WIRE] = PyLong_FromLong(0)) == NULL)
-        goto other;
-    return new_command(vals);
-other:
-    for (int i = 0; i < F_COUNT; i++)
-        Py_XDECREF(vals[i]);
-    PyErr_Clear();
-    return NULL;
-}
-
 static PyObject *decode_frames(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
     if (nargs != 4) {
@@ -525,7 +405,7 @@ typedef struct {
 } entry_t;
 
 /* A str's UTF-8 (the str's own buffer for ASCII); NULL with no exception for a str that does not encode. */
-static const char *utf8_of(PyObject *s, Py_ssize_t *len) {
+const char *utf8_of(PyObject *s, Py_ssize_t *len) {
     const char *p = PyUnicode_AsUTF8AndSize(s, len);
     if (p == NULL)
         PyErr_Clear();  /* lone surrogates: the Python code raises the error */
@@ -549,148 +429,6 @@ static int small_int(PyObject *o, long lo, long hi, long *out) {
 
 /* Appends the frame; 1 done, 0 left to the Python code (nothing appended), -1 error. With ``header_only`` the
  * ROCKETMQ header alone goes to *header_out (a new bytes) and ``out`` is not touched. */
-/* ---- the JSON header, written as encode_json_header has orjson write it ---------------------------------- */
-
-typedef struct {
-    char *p;
-    Py_ssize_t len, cap;
-    char stack[1024];
-} jbuf_t;
-
-static int jb_reserve(jbuf_t *b, Py_ssize_t more) {
-    if (b->len + more <= b->cap)
-        return 0;
-    Py_ssize_t cap = (b->len + more) * 2;
-    char *p = b->p == b->stack ? PyMem_Malloc(cap) : PyMem_Realloc(b->p, cap);
-    if (p == NULL) {
-        PyErr_NoMemory();
-        return -1;
-    }
-    if (b->p == b->stack)
-        memcpy(p, b->stack, b->len);
-    b->p = p;
-    b->cap = cap;
-    return 0;
-}
-
-static int jb_raw(jbuf_t *b, const char *s, Py_ssize_t n) {
-    if (jb_reserve(b, n) < 0)
-        return -1;
-    memcpy(b->p + b->len, s, n);
-    b->len += n;
-    return 0;
-}
-
-/* a JSON string as orjson writes it: '"', '\\' and control characters escaped (\b \t \n \f \r, else \u00xx
- * in lowercase), everything else (DEL, '/', non-ASCII) as its UTF-8 */
-static int jb_str(jbuf_t *b, const char *s, Py_ssize_t n) {
-    if (jb_reserve(b, n * 6 + 2) < 0)
-        return -1;
-    char *o = b->p + b->len;
-    *o++ = '"';
-    for (Py_ssize_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c >= 0x20 && c != '"' && c != '\\') {
-            *o++ = (char)c;
-            continue;
-        }
-        *o++ = '\\';
-        switch (c) {
-        case '"': *o++ = '"'; break;
-        case '\\': *o++ = '\\'; break;
-        case '\b': *o++ = 'b'; break;
-        case '\t': *o++ = 't'; break;
-        case '\n': *o++ = 'n'; break;
-        case '\f': *o++ = 'f'; break;
-        case '\r': *o++ = 'r'; break;
-        default:
-            *o++ = 'u'; *o++ = '0'; *o++ = '0';
-            *o++ = "0123456789abcdef"[c >> 4];
-            *o++ = "0123456789abcdef"[c & 15];
-        }
-    }
-    *o++ = '"';
-    b->len = o - b->p;
-    return 0;
-}
-
-/* "key": the header's fixed keys are plain ASCII */
-#define JB_KEY(b, lit) jb_raw(b, lit, (Py_ssize_t)sizeof(lit) - 1)
-
-static int jb_int(jbuf_t *b, PyObject *o) {  /* 1, 0 for a number orjson writes otherwise, -1 */
-    if (!PyLong_Check(o) || PyBool_Check(o))
-        return 0;
-    int overflow;
-    long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
-    if (overflow || (v == -1 && PyErr_Occurred())) {
-        PyErr_Clear();
-        return 0;
-    }
-    char tmp[24];
-    int n = snprintf(tmp, sizeof tmp, "%lld", v);
-    return jb_raw(b, tmp, n) < 0 ? -1 : 1;
-}
-
-/* The JSON header of ``cmd`` into ``b``: 1, 0 for a command encode_json_header must judge (a value not text,
- * text that is not UTF-8, a number out of 64 bits, a language that is no int), -1 on an error. */
-static int json_header(jbuf_t *b, PyObject *cmd) {
-    if (lang_name == NULL)
-        return 0;
-    PyObject *ext = SLOT(cmd, F_EXT), *rem = SLOT(cmd, F_REMARK), *lang = SLOT(cmd, F_LANGUAGE);
-    if (ext == NULL || !PyDict_CheckExact(ext) || rem == NULL || lang == NULL || !PyLong_Check(lang))
-        return 0;
-    const char *rs = NULL;
-    Py_ssize_t rn = 0;
-    if (rem != Py_None) {
-        if (!PyUnicode_CheckExact(rem) || (rs = utf8_of(rem, &rn)) == NULL)
-            return 0;
-    }
-    PyObject *name = PyDict_GetItemWithError(lang_name, lang);
-    if (name == NULL && PyErr_Occurred()) {
-        PyErr_Clear();
-        return 0;
-    }
-    const char *ls = "OTHER";
-    Py_ssize_t ln = 5;
-    if (name != NULL && (!PyUnicode_CheckExact(name) || (ls = utf8_of(name, &ln)) == NULL))
-        return 0;
-    int r;
-    if (JB_KEY(b, "{\"code\":") < 0)
-        return -1;
-    if ((r = jb_int(b, SLOT(cmd, F_CODE))) <= 0)
-        return r;
-    if (JB_KEY(b, ",\"extFields\":{") < 0)
-        return -1;
-    Py_ssize_t i = 0, first = 1;
-    PyObject *k, *v;
-    while (PyDict_Next(ext, &i, &k, &v)) {
-        Py_ssize_t kn, vn;
-        const char *ks, *vs;
-        if (!PyUnicode_CheckExact(k) || !PyUnicode_CheckExact(v) || (ks = utf8_of(k, &kn)) == NULL
-            || (vs = utf8_of(v, &vn)) == NULL)
-            return 0;
-        if ((!first && jb_raw(b, ",", 1) < 0) || jb_str(b, ks, kn) < 0 || jb_raw(b, ":", 1) < 0
-            || jb_str(b, vs, vn) < 0)
-            return -1;
-        first = 0;
-    }
-    if (JB_KEY(b, "},\"flag\":") < 0)
-        return -1;
-    if ((r = jb_int(b, SLOT(cmd, F_FLAG))) <= 0)
-        return r;
-    if (JB_KEY(b, ",\"language\":") < 0 || jb_str(b, ls, ln) < 0 || JB_KEY(b, ",\"opaque\":") < 0)
-        return -1;
-    if ((r = jb_int(b, SLOT(cmd, F_OPAQUE))) <= 0)
-        return r;
-    if (rs != NULL && (JB_KEY(b, ",\"remark\":") < 0 || jb_str(b, rs, rn) < 0))
-        return -1;
-    if (JB_KEY(b, ",\"serializeTypeCurrentRPC\":\"JSON\",\"version\":") < 0)
-        return -1;
-    if ((r = jb_int(b, SLOT(cmd, F_VERSION))) <= 0)
-        return r;
-    return JB_KEY(b, "}") < 0 ? -1 : 1;
-}
-
 static int encode_impl(PyObject *out, PyObject *cmd, int header_only, PyObject **header_out) {
     if (!Py_IS_TYPE(cmd, cmd_type))
         return 0;
@@ -881,284 +619,11 @@ static PyObject *rocketmq_header(PyObject *self, PyObject *cmd) {
     return hdr;
 }
 
-/* ---------------------------------------------------------------------------------------------------- */
-/* typed headers (headers.py): from_ext and to_ext of the usual case */
-
-enum { K_STR, K_INT, K_BOOL, K_OTHER };
-
-typedef struct {
-    Py_ssize_t offset;
-    PyObject *wire;     /* interned key */
-    PyObject *dflt;
-    int kind, required;
-    long long lo, hi;
-} hfield_t;
-
-typedef struct {
-    PyTypeObject *cls;
-    Py_ssize_t n;
-    int usable;         /* every field a writable object slot of a kind handled here */
-    hfield_t f[1];
-} hspec_t;
-
-static PyObject *s_true, *s_false;
-
-static void hspec_free(PyObject *capsule) {
-    hspec_t *sp = PyCapsule_GetPointer(capsule, "mq.protocol._codec.hspec");
-    if (sp == NULL)
-        return;
-    for (Py_ssize_t i = 0; i < sp->n; i++) {
-        Py_XDECREF(sp->f[i].wire);
-        Py_XDECREF(sp->f[i].dflt);
-    }
-    Py_XDECREF(sp->cls);
-    PyMem_Free(sp);
-}
-
-/* header_spec(cls, fields) -> capsule: ``fields`` as headers.HeaderField tuples (attr, wire, kind, required,
- * default, long). */
-static PyObject *header_spec(PyObject *self, PyObject *args) {
-    PyObject *cls, *fields;
-    (void)self;
-    if (!PyArg_ParseTuple(args, "O!O!:header_spec", &PyType_Type, &cls, &PyTuple_Type, &fields))
-        return NULL;
-    Py_ssize_t n = PyTuple_GET_SIZE(fields);
-    hspec_t *sp = PyMem_Calloc(1, sizeof(hspec_t) + sizeof(hfield_t) * (n ? n : 1));
-    if (sp == NULL)
-        return PyErr_NoMemory();
-    Py_INCREF(cls);
-    sp->cls = (PyTypeObject *)cls;
-    sp->usable = 1;
-    PyObject *capsule = PyCapsule_New(sp, "mq.protocol._codec.hspec", hspec_free);
-    if (capsule == NULL) {
-        Py_DECREF(cls);
-        PyMem_Free(sp);
-        return NULL;
-    }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *fd = PyTuple_GET_ITEM(fields, i);
-        if (!PyTuple_Check(fd) || PyTuple_GET_SIZE(fd) < 6) {
-            PyErr_SetString(PyExc_TypeError, "header_spec() fields must be HeaderField tuples");
-            Py_DECREF(capsule);
-            return NULL;
-        }
-        hfield_t *f = &sp->f[i];
-        sp->n = i + 1;
-        PyObject *attr = PyTuple_GET_ITEM(fd, 0), *wire = PyTuple_GET_ITEM(fd, 1), *kind = PyTuple_GET_ITEM(fd, 2);
-        if (!PyUnicode_CheckExact(attr) || !PyUnicode_CheckExact(wire)) {
-            PyErr_SetString(PyExc_TypeError, "header_spec() attr and wire must be str");
-            Py_DECREF(capsule);
-            return NULL;
-        }
-        Py_INCREF(wire);
-        PyUnicode_InternInPlace(&wire);
-        f->wire = wire;
-        f->dflt = PyTuple_GET_ITEM(fd, 4);
-        Py_INCREF(f->dflt);
-        f->required = PyObject_IsTrue(PyTuple_GET_ITEM(fd, 3));
-        int is_long = PyObject_IsTrue(PyTuple_GET_ITEM(fd, 5));
-        if (f->required < 0 || is_long < 0) {
-            Py_DECREF(capsule);
-            return NULL;
-        }
-        f->kind = kind == (PyObject *)&PyUnicode_Type ? K_STR : kind == (PyObject *)&PyLong_Type ? K_INT
-                  : kind == (PyObject *)&PyBool_Type ? K_BOOL : K_OTHER;
-        f->lo = is_long ? LLONG_MIN : INT32_MIN;
-        f->hi = is_long ? LLONG_MAX : INT32_MAX;
-        PyObject *d = PyDict_GetItemWithError(((PyTypeObject *)cls)->tp_dict, attr);
-        if (d == NULL && PyErr_Occurred()) {
-            Py_DECREF(capsule);
-            return NULL;
-        }
-        if (f->kind == K_OTHER || d == NULL || !Py_IS_TYPE(d, &PyMemberDescr_Type)
-            || ((PyMemberDescrObject *)d)->d_member->type != T_OBJECT_EX
-            || (((PyMemberDescrObject *)d)->d_member->flags & READONLY))
-            sp->usable = 0;
-        else
-            f->offset = ((PyMemberDescrObject *)d)->d_member->offset;
-    }
-    return capsule;
-}
-
-static hspec_t *get_spec(PyObject *capsule) {
-    return PyCapsule_GetPointer(capsule, "mq.protocol._codec.hspec");
-}
-
-/* Java's Integer.parseInt / Long.parseLong of ASCII text within [lo, hi]; 0 when the text is anything else
- * (the Python code then decides: Unicode digits, or the error). */
-static int java_int(PyObject *s, long long lo, long long hi, long long *out) {
-    if (!PyUnicode_IS_ASCII(s))
-        return 0;
-    Py_ssize_t n = PyUnicode_GET_LENGTH(s), i = 0;
-    const char *p = (const char *)PyUnicode_1BYTE_DATA(s);
-    int neg = 0;
-    if (n && (p[0] == '+' || p[0] == '-')) {
-        neg = p[0] == '-';
-        i = 1;
-    }
-    if (i >= n)
-        return 0;
-    unsigned long long v = 0;
-    for (; i < n; i++) {
-        unsigned d = (unsigned)(p[i] - '0');
-        if (d > 9)
-            return 0;
-        if (v > (ULLONG_MAX - d) / 10)
-            return 0;
-        v = v * 10 + d;
-    }
-    if (neg) {
-        if (v > (unsigned long long)LLONG_MAX + 1ULL)
-            return 0;
-        long long x = v == (unsigned long long)LLONG_MAX + 1ULL ? LLONG_MIN : -(long long)v;
-        if (x < lo)
-            return 0;
-        *out = x;
-    } else {
-        if (v > (unsigned long long)LLONG_MAX || (long long)v > hi)
-            return 0;
-        *out = (long long)v;
-    }
-    return 1;
-}
-
-/* Boolean.parseBoolean of ASCII text, and the C++ client's "1"; -1 for text left to the Python code. */
-static int java_bool(PyObject *s) {
-    if (!PyUnicode_IS_ASCII(s))
-        return -1;
-    Py_ssize_t n = PyUnicode_GET_LENGTH(s);
-    const char *p = (const char *)PyUnicode_1BYTE_DATA(s);
-    if (n == 1)
-        return p[0] == '1';
-    if (n != 4)
-        return 0;
-    return (p[0] | 0x20) == 't' && (p[1] | 0x20) == 'r' && (p[2] | 0x20) == 'u' && (p[3] | 0x20) == 'e';
-}
-
-/* header_from_ext(spec, cls, ext) -> header | None: the ``cls`` header of ``ext`` where every field is the usual
- * case (text as sent, numbers in ASCII within range, required fields present); None leaves it to the Python code
- * (also for a ``cls`` other than the spec's: a subclass). */
-static PyObject *header_from_ext(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    (void)self;
-    if (nargs != 3) {
-        PyErr_Format(PyExc_TypeError, "header_from_ext() takes exactly 3 arguments (%zd given)", nargs);
-        return NULL;
-    }
-    hspec_t *sp = get_spec(args[0]);
-    if (sp == NULL)
-        return NULL;
-    PyObject *ext = args[2];
-    if (!sp->usable || args[1] != (PyObject *)sp->cls || (ext != Py_None && !PyDict_CheckExact(ext)))
-        Py_RETURN_NONE;
-    PyObject *vals[64];
-    if (sp->n > 64)
-        Py_RETURN_NONE;
-    Py_ssize_t i;
-    for (i = 0; i < sp->n; i++) {
-        hfield_t *f = &sp->f[i];
-        PyObject *v = ext == Py_None ? NULL : PyDict_GetItemWithError(ext, f->wire), *val;
-        if (v == NULL && PyErr_Occurred())
-            goto fail;
-        if (v == NULL || v == Py_None || (f->kind != K_STR && PyUnicode_CheckExact(v) && PyUnicode_GET_LENGTH(v) == 0)) {
-            if (f->required)
-                goto fallback;
-            val = f->dflt;
-            Py_INCREF(val);
-        } else if (!PyUnicode_CheckExact(v)) {
-            goto fallback;
-        } else if (f->kind == K_STR) {
-            val = v;
-            Py_INCREF(val);
-        } else if (f->kind == K_INT) {
-            long long x;
-            if (!java_int(v, f->lo, f->hi, &x))
-                goto fallback;
-            if ((val = PyLong_FromLongLong(x)) == NULL)
-                goto fail;
-        } else {
-            int b = java_bool(v);
-            if (b < 0)
-                goto fallback;
-            val = b ? Py_True : Py_False;
-            Py_INCREF(val);
-        }
-        vals[i] = val;
-    }
-    PyObject *o = sp->cls->tp_alloc(sp->cls, 0);
-    if (o == NULL)
-        goto fail;
-    for (Py_ssize_t j = 0; j < sp->n; j++)
-        *(PyObject **)((char *)o + sp->f[j].offset) = vals[j];
-    return o;
-fallback:
-    for (Py_ssize_t j = 0; j < i; j++)
-        Py_DECREF(vals[j]);
-    Py_RETURN_NONE;
-fail:
-    for (Py_ssize_t j = 0; j < i; j++)
-        Py_DECREF(vals[j]);
-    return NULL;
-}
-
-/* header_to_ext(spec, header) -> dict | None: to_ext where every field is None or of its declared type (exact
- * str, int, bool); None leaves it to the Python code. */
-static PyObject *header_to_ext(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    (void)self;
-    if (nargs != 2) {
-        PyErr_Format(PyExc_TypeError, "header_to_ext() takes exactly 2 arguments (%zd given)", nargs);
-        return NULL;
-    }
-    hspec_t *sp = get_spec(args[0]);
-    if (sp == NULL)
-        return NULL;
-    PyObject *h = args[1];
-    if (!sp->usable || !Py_IS_TYPE(h, sp->cls))
-        Py_RETURN_NONE;
-    PyObject *out = _PyDict_NewPresized(sp->n);
-    if (out == NULL)
-        return NULL;
-    for (Py_ssize_t i = 0; i < sp->n; i++) {
-        hfield_t *f = &sp->f[i];
-        PyObject *v = *(PyObject **)((char *)h + f->offset), *text;
-        if (v == NULL)
-            goto fallback;  /* unset: the Python code raises AttributeError */
-        if (v == Py_None)
-            continue;
-        if (f->kind == K_STR) {
-            if (!PyUnicode_CheckExact(v))
-                goto fallback;
-            text = v;
-            Py_INCREF(text);
-        } else if (f->kind == K_INT) {
-            if (!PyLong_CheckExact(v))
-                goto fallback;
-            if ((text = PyObject_Str(v)) == NULL)
-                goto fail;
-        } else {
-            if (!PyBool_Check(v))
-                goto fallback;
-            text = v == Py_True ? s_true : s_false;
-            Py_INCREF(text);
-        }
-        int rc = PyDict_SetItem(out, f->wire, text);
-        Py_DECREF(text);
-        if (rc < 0)
-            goto fail;
-    }
-    return out;
-fallback:
-    Py_DECREF(out);
-    Py_RETURN_NONE;
-fail:
-    Py_DECREF(out);
-    return NULL;
-}
-
 static PyMethodDef methods[] = {
     {"setup", setup, METH_VARARGS,
      "setup(command_type, remote_error, serialize_types, lang_known, lang_other, json_decode, json_encode)"},
     {"setup_json", setup_json, METH_VARARGS,
-     "setup_json(loads, lang_by_name): decode_frames builds a JSON header's command here from loads' object"},
+     "setup_json(loads, lang_by_name, lang_name): JSON headers are read from loads' object and written in C"},
     {"decode_frames", (PyCFunction)(void (*)(void))decode_frames, METH_FASTCALL,
      "decode_frames(src, pos, max_frame, max_header) -> (commands, pos)\n\n"
      "Decode the whole frames of src from pos; pos is where the first incomplete frame starts."},
@@ -1180,7 +645,7 @@ static PyMethodDef methods[] = {
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "mq.protocol._codec", NULL, -1, methods};
 
 PyMODINIT_FUNC PyInit__codec(void) {
-    if ((s_true = PyUnicode_InternFromString("true")) == NULL || (s_false = PyUnicode_InternFromString("false")) == NULL)
+    if (headers_init() < 0)
         return NULL;
     for (int c = 0; c < 128; c++) {
         char ch = (char)c;
