@@ -10,8 +10,8 @@ pages later than plain page cache.
 (``madvise(MADV_DONTNEED)`` through libc, which lets go of the GIL while the kernel works):
 
 - the commit log's pages further than ``keep_bytes`` behind the writer's position in its last segment, and
-  the whole of every earlier segment;
-- every consume-queue segment but the last of its queue (each pass of ``cq_every`` passes).
+  the whole of the ``RECENT`` segments before it (where a backlog drains);
+- every pass of ``cq_every``: every older segment, and every consume-queue segment but the last of its queue.
 
 On a shared file mapping the advice only unmaps: the page stays in the page cache, a dirty page stays dirty
 and is written back as before, and the next read of it maps it again with a minor fault (the kernel maps the
@@ -39,6 +39,8 @@ log = logging.getLogger(__name__)
 PAGE = mmap.PAGESIZE
 #: <sys/mman.h>
 MADV_DONTNEED = 4
+#: segments before the last released on every pass (the rest every ``cq_every`` passes)
+RECENT = 3
 
 Release = Callable[[mmap.mmap, int, int], None]
 
@@ -79,8 +81,6 @@ class ResidentTrimmer(PeriodicService):
         #: bytes of mapping released since start (what was resident in them is not known; an upper bound)
         self.released_bytes = 0
         self.passes = 0
-        #: released whole and not the last segment since (released again only every ``cq_every`` passes)
-        self._done: set[int] = set()
         self._warned = False
 
     def run_once(self) -> None:
@@ -88,20 +88,20 @@ class ResidentTrimmer(PeriodicService):
             return
         self.passes += 1
         files = list(self.commit_log.files)
-        if files:
-            *older, last = files
-            sweep = self.passes % self.cq_every == 0  # a read may have mapped an older segment's pages again
-            for mf in older:
-                if sweep or mf.start_offset not in self._done:
-                    if self._release(mf, 0, mf.file_size):
-                        self._done.add(mf.start_offset)
-            self._release(last, 0, last.wrote_position - self.keep_bytes)
-            if len(self._done) > len(older):
-                self._done &= {mf.start_offset for mf in older}
-            if sweep:
-                for cq in list(self.consume_queues()):
-                    for mf in cq.queue.files[:-1]:
-                        self._release(mf, 0, mf.file_size)
+        if not files:
+            return
+        *older, last = files
+        self._release(last, 0, last.wrote_position - self.keep_bytes)
+        # the segments before the last are where consumers behind the writer read (a backlog drains through
+        # them at over 100 MB/s): every pass; the rest of the store, read only by the odd old message, and the
+        # idle consume-queue segments every ``cq_every`` passes
+        sweep = self.passes % self.cq_every == 0
+        for mf in older if sweep else older[-RECENT:]:
+            self._release(mf, 0, mf.file_size)
+        if sweep:
+            for cq in list(self.consume_queues()):
+                for mf in cq.queue.files[:-1]:
+                    self._release(mf, 0, mf.file_size)
 
     def _release(self, mf: MappedFile, start: int, end: int) -> bool:
         if end <= start or mf.closed:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 
 from mq.common.record import decode_records
+from mq.store import resident as R
 from mq.store.status import GetMessageStatus, PutMessageStatus
 
 from .conftest import inner
@@ -63,10 +64,7 @@ def test_pages_behind_the_writer_leave_the_resident_set_and_records_stay(make_st
             offset = r.next_begin_offset
         assert got == bodies[q::2]
     assert mapped_rss(paths) > after  # the read mapped pages again ...
-    store.trimmer.run_once()
-    store.trimmer.run_once()  # ... which a later sweep releases (older segments every cq_every passes)
-    for _ in range(store.trimmer.cq_every):
-        store.trimmer.run_once()
+    store.trimmer.run_once()  # ... which the next pass releases (the segments a backlog drains through)
     assert mapped_rss(paths) <= keep + 2 * 4096
 
     # ... and the files hold them, though nothing was flushed since the release (dirty pages stay dirty)
@@ -82,6 +80,21 @@ def test_pages_behind_the_writer_leave_the_resident_set_and_records_stay(make_st
             on_disk.extend(m.body for m in decode_records(data[pos:pos + size], strict=True))
             pos += size
     assert on_disk == bodies
+
+
+def test_old_segments_are_released_on_the_sweep(make_store):
+    store = _store(make_store, resident_behind_writer_bytes=0)
+    _fill(store, 20_000)
+    files = store.commit_log.queue.files
+    assert len(files) > R.RECENT + 1
+    oldest = {str(mf.path) for mf in files[:-1 - R.RECENT]}
+    recent = {str(mf.path) for mf in files[-1 - R.RECENT:]}
+    store.trimmer.passes = 0
+    store.trimmer.run_once()
+    assert mapped_rss(recent) <= 4096 and mapped_rss(oldest) > 0  # the oldest wait for the sweep ...
+    for _ in range(store.trimmer.cq_every - 1):
+        store.trimmer.run_once()
+    assert mapped_rss(oldest) == 0  # ... which comes every cq_every passes
 
 
 def test_consume_queue_segments_no_longer_written_are_released(make_store):
