@@ -111,8 +111,8 @@ class StoreConfig:
     #: else zero-fill). -1 lets the flush mode choose: 16 MiB under ASYNC_FLUSH where the kernel can populate, off
     #: under SYNC_FLUSH (the thread would take the second core from the group commit); 0 is off.
     warm_ahead_bytes: int = -1
-    #: The commit log's mapped pages the broker keeps in its address space behind the writer, bytes. Once a
-    #: second older pages (and earlier segments, and consume-queue segments no longer written) are released from
+    #: The commit log's mapped pages the broker keeps in its address space behind the writer, bytes. Five times
+    #: a second older pages (and earlier segments, and consume-queue segments no longer written) are released from
     #: the mappings (``mq.store.resident``): they stay in the page cache, a read maps them again with a minor
     #: fault, and they leave the broker's RSS. -1 keeps every page mapped until its segment is unmapped, as
     #: RocketMQ's broker does.

@@ -6,12 +6,13 @@ segment shows nearly a gigabyte resident although it needs a few megabytes of it
 behaves the same way; operators and container limits read RSS, and the kernel reclaims a process's mapped
 pages later than plain page cache.
 
-``ResidentTrimmer`` is a daemon thread that, every ``interval_ms``, releases from the mappings
+``ResidentTrimmer`` is a daemon thread that, every ``interval_ms`` (200), releases from the mappings
 (``madvise(MADV_DONTNEED)`` through libc, which lets go of the GIL while the kernel works):
 
 - the commit log's pages further than ``keep_bytes`` behind the writer's position in its last segment, and
   the whole of the ``RECENT`` segments before it (where a backlog drains);
-- every pass of ``cq_every``: every older segment, and every consume-queue segment but the last of its queue.
+- every ``cq_every``-th pass (10 s): every older segment, and every consume-queue segment but the last of its
+  queue.
 
 On a shared file mapping the advice only unmaps: the page stays in the page cache, a dirty page stays dirty
 and is written back as before, and the next read of it maps it again with a minor fault (the kernel maps the
@@ -71,7 +72,7 @@ class ResidentTrimmer(PeriodicService):
     name = "mq-store-trim"
 
     def __init__(self, commit_log: MappedFileQueue, consume_queues: Callable[[], Iterable], *, keep_bytes: int,
-                 interval_ms: int = 1000, cq_every: int = 10, release: Release | None = None) -> None:
+                 interval_ms: int = 200, cq_every: int = 50, release: Release | None = None) -> None:
         super().__init__(interval_ms)
         self.commit_log = commit_log
         self.consume_queues = consume_queues
