@@ -284,6 +284,10 @@ def encode_prefix(cmd: RemotingCommand, header: bytes | None = None) -> bytes:
 
 def encode(cmd: RemotingCommand) -> bytes:
     """The whole frame as bytes."""
+    if _c_encode_into is not None:
+        out = bytearray()
+        if _c_encode_into(out, cmd):
+            return bytes(out)
     prefix = encode_prefix(cmd)
     if cmd.body:
         return prefix + bytes(cmd.body)
