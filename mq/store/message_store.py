@@ -40,9 +40,9 @@ from mq.store.index_service import IndexService
 from mq.store.reader import MessageFilter, TagFilter, read_queue
 from mq.store.put_path import PutPath
 from mq.store.recovery import RecoveryReport, rebuild_topic_queue_table, recover
+from mq.store.resident import ResidentTrimmer
 from mq.store.runtime_files import AbortFile, StoreLock
 from mq.store.status import GetMessageResult, GetMessageStatus, QueryMessageResult, StoreStats
-from mq.store.resident import ResidentTrimmer
 from mq.store.warm import WarmAheadService, default_ahead as warm_default_ahead
 
 log = logging.getLogger(__name__)

@@ -79,8 +79,6 @@ class ResidentTrimmer(PeriodicService):
         self.keep_bytes = keep_bytes
         self.cq_every = max(1, cq_every)
         self.release = release or make_release()
-        #: bytes of mapping released since start (what was resident in them is not known; an upper bound)
-        self.released_bytes = 0
         self.passes = 0
         self._warned = False
 
@@ -92,30 +90,28 @@ class ResidentTrimmer(PeriodicService):
         if not files:
             return
         *older, last = files
-        self._release(last, 0, last.wrote_position - self.keep_bytes)
+        self._release(last, last.wrote_position - self.keep_bytes)
         # the segments before the last are where consumers behind the writer read (a backlog drains through
         # them at over 100 MB/s): every pass; the rest of the store, read only by the odd old message, and the
         # idle consume-queue segments every ``cq_every`` passes
         sweep = self.passes % self.cq_every == 0
         for mf in older if sweep else older[-RECENT:]:
-            self._release(mf, 0, mf.file_size)
+            self._release(mf, mf.file_size)
         if sweep:
             for cq in list(self.consume_queues()):
                 for mf in cq.queue.files[:-1]:
-                    self._release(mf, 0, mf.file_size)
+                    self._release(mf, mf.file_size)
 
-    def _release(self, mf: MappedFile, start: int, end: int) -> bool:
-        if end <= start or mf.closed:
-            return False
+    def _release(self, mf: MappedFile, end: int) -> None:
+        """Release ``mf``'s mapped pages below ``end``."""
+        if end <= 0 or mf.closed:
+            return
         try:
-            self.release(mf.mm, start, end)  # type: ignore[misc]
+            self.release(mf.mm, 0, end)  # type: ignore[misc]
         except (ValueError, BufferError, TypeError):  # the cleaner closed the mapping meanwhile
-            return False
+            return
         except OSError as exc:
             if not self._warned:
                 self._warned = True
                 log.warning("cannot release mapped pages of %s: %s (the broker's RSS includes them)",
                             mf.path.name, exc.strerror)
-            return False
-        self.released_bytes += end - start
-        return True

@@ -10,6 +10,8 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 
+from mq.common.msg_id import create_offset_msg_id_raw
+
 from mq.errors import MQError
 
 
@@ -82,14 +84,14 @@ class PutMessageResult:
     def msg_ids(self) -> list[str]:
         """offsetMsgId of each stored message (computed on demand)."""
         h = self.store_host
-        return [(h + p.to_bytes(8, "big")).hex().upper() for p in self.phy_offsets] if h else []
+        return [create_offset_msg_id_raw(h, p) for p in self.phy_offsets] if h else []
 
     @property
     def msg_id(self) -> str:
         """The offsetMsgIds joined by commas (one for a single message, the send path's case)."""
         offs = self.phy_offsets
         if len(offs) == 1 and self.store_host:
-            return (self.store_host + offs[0].to_bytes(8, "big")).hex().upper()
+            return create_offset_msg_id_raw(self.store_host, offs[0])
         return ",".join(self.msg_ids)
 
 
