@@ -16,7 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from mq.store.index_file import _java_string_hash
+from mq.store.index_hash import _java_string_hash
 from mq.store.index_service import IndexService
 
 T0 = 1_700_000_000_000

@@ -32,8 +32,8 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from mq.common.sysflag import TRANSACTION_ROLLBACK_TYPE as _ROLLBACK
 from mq.store import native
-from mq.store.index_file import (_POW31, IndexFile, _hash_u32, build_key, index_key_hash, is_index_file_name,
-                                 next_file_name, prefixed_key_hash)
+from mq.store.index_file import IndexFile, is_index_file_name, next_file_name
+from mq.store.index_hash import _POW31, _hash_u32, build_key, index_key_hash, prefixed_key_hash
 
 (_c_index_items,) = native.load("mq.store._index", "index_items")  # key hashing in C, or None
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from hypothesis import given, settings, strategies as st
 
 from mq.common.tags import java_hash_code
-from mq.store.index_file import _java_string_hash
+from mq.store.index_hash import _java_string_hash
 from mq.store.index_service import IndexService
 
 T0 = 1_700_000_000_000

@@ -13,13 +13,12 @@ from mq.store.index_file import (
     IndexFile,
     IndexFileError,
     IndexHeader,
-    _java_string_hash,
     file_name_for,
     index_file_size,
-    index_key_hash,
     is_index_file_name,
     next_file_name,
 )
+from mq.store.index_hash import _java_string_hash, index_key_hash
 
 # String.hashCode values printed by OpenJDK 17 (java H.java) for these exact strings.
 JAVA_HASHES = {

@@ -7,7 +7,8 @@ from typing import Iterator
 
 import pytest
 
-from mq.store.index_file import IndexFile, index_key_hash, is_index_file_name
+from mq.store.index_file import IndexFile, is_index_file_name
+from mq.store.index_hash import index_key_hash
 from mq.store.index_service import IndexService
 
 T0 = 1_700_000_000_000

@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 from mq.common.sysflag import TRANSACTION_COMMIT_TYPE, TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE
 from mq.store import index_file, index_service, native
 from mq.store.commit_log import DispatchRequest
-from mq.store.index_file import IndexFile, index_key_hash
+from mq.store.index_file import IndexFile
+from mq.store.index_hash import index_key_hash
 from mq.store.index_service import IndexService
 
 try:

@@ -15,7 +15,7 @@ from mq.common.record import decode_records
 from mq.common.sysflag import TRANSACTION_ROLLBACK_TYPE
 from mq.common.tags import java_hash_code
 from mq.store.commit_log import DispatchRequest
-from mq.store.index_file import _hash_u32, index_key_hash, prefixed_key_hash
+from mq.store.index_hash import _hash_u32, index_key_hash, prefixed_key_hash
 from mq.store.index_service import IndexService
 from mq.store.status import GetMessageStatus as G
 from mq.store.status import PutMessageResult
