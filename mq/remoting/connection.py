@@ -42,7 +42,8 @@ Bounded memory and time (``ConnectionLimits``; a server connection also reports 
 - Malformed frames close the connection with one WARNING per kind per ``bad_request_log_interval``
   (``LogThrottle``), with a count of the ones held back.
 
-Opaques are per connection, signed int32, wrapping from 2**31-1 to -2**31.
+Requests this side sends, their opaques (per connection, signed int32, wrapping from 2**31-1 to -2**31) and the
+responses that complete them are ``invoke.py``'s ``Invoker``.
 
 A connection whose first bytes are not a frame but an HTTP/2 preface (``PRI * HTTP/2.0``: a RocketMQ 5.x gRPC
 client) or a TLS ClientHello is closed with one line naming the protocol and, where the dispatcher has one
@@ -61,11 +62,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from mq.common.log_throttle import LogThrottle
 from mq.config import ConnectionLimits, FrameLimits
-from mq.errors import ConnectionBusyError, ConnectionClosedError, RemoteProtocolError, RemotingTimeoutError
+from mq.errors import ConnectionClosedError, RemoteProtocolError
 from mq.protocol.codec import FrameDecoder, encode_into
 from mq.protocol.codes import FLAG_ONEWAY, FLAG_RESPONSE
 from mq.protocol.command import RemotingCommand
 from mq.remoting.flow import PAUSE_WRITE, FlowControl
+from mq.remoting.invoke import Invoker
 
 if TYPE_CHECKING:
     from mq.remoting.budget import ServerBudget
@@ -73,8 +75,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 _REQUEST_CODE_NOT_SUPPORTED = 3  # ResponseCode.REQUEST_CODE_NOT_SUPPORTED, answered when there is no dispatcher
-_INT32_MAX = 2**31 - 1
-_INT32_MIN = -(2**31)
 
 #: Throttle of connections that were not given one (client connections).
 _DEFAULT_THROTTLE = LogThrottle(log)
@@ -112,7 +112,7 @@ def format_addr(peer: Any) -> str:
     return str(peer)
 
 
-class Connection(FlowControl, asyncio.Protocol):
+class Connection(FlowControl, Invoker, asyncio.Protocol):
     """A RocketMQ remoting connection (either side).
 
     Public attributes: ``remote_addr`` ("ip:port"), ``closed``, ``last_active`` (``time.monotonic`` seconds of
@@ -266,16 +266,6 @@ class Connection(FlowControl, asyncio.Protocol):
                 self.reply(cmd, cmd.response(_REQUEST_CODE_NOT_SUPPORTED,
                                              f" request type {cmd.code} not supported"))
 
-    def _complete(self, pending: dict, cmd: RemotingCommand) -> None:
-        entry = pending.pop(cmd.opaque, None)
-        if entry is None:
-            log.debug("%s: response with unknown opaque %s from %s dropped (code %s)",
-                      self.name, cmd.opaque, self.remote_addr, cmd.code)
-        else:
-            entry[1].cancel()
-            if not entry[0].done():
-                entry[0].set_result(cmd)
-
     def eof_received(self) -> bool | None:
         return None  # let the transport close itself
 
@@ -327,88 +317,6 @@ class Connection(FlowControl, asyncio.Protocol):
             self._account()
             if self._backlog is not None:
                 self._schedule_resume()
-
-    # ------------------------------------------------------------------------------------------
-    # requests we send
-    # ------------------------------------------------------------------------------------------
-    def next_opaque(self) -> int:
-        opaque = self._opaque + 1
-        if opaque > _INT32_MAX:
-            opaque = _INT32_MIN
-        self._opaque = opaque
-        return opaque
-
-    def invoke_future(self, cmd: RemotingCommand, timeout: float) -> asyncio.Future[RemotingCommand]:
-        """Send ``cmd`` as a two-way request; return the future of its response.
-
-        The future fails with ``RemotingTimeoutError`` after ``timeout`` seconds and with
-        ``ConnectionClosedError`` if the connection drops first.
-        """
-        if self.closed or self.transport is None:
-            raise ConnectionClosedError(f"connection to {self.remote_addr} is closed", addr=self.remote_addr)
-        if self.output_full:
-            raise ConnectionBusyError(f"{self.remote_addr} has not read {self.pending_output} bytes already sent "
-                                      f"to it; request code {cmd.code} not sent", addr=self.remote_addr)
-        loop = self._loop
-        assert loop is not None
-        opaque = self.next_opaque()
-        while opaque in self._pending:  # only after 2**32 requests with one still pending
-            opaque = self.next_opaque()
-        cmd.opaque = opaque
-        cmd.flag &= ~(FLAG_RESPONSE | FLAG_ONEWAY)
-        self._write_cmd(cmd)  # raises LocalProtocolError before anything is registered
-        fut: asyncio.Future[RemotingCommand] = loop.create_future()
-        self._pending[opaque] = (fut, loop.call_later(timeout, self._expire, opaque, cmd.code, timeout))
-        return fut
-
-    async def invoke(self, cmd: RemotingCommand, timeout: float = 3.0) -> RemotingCommand:
-        """Send a two-way request and wait for its response."""
-        if self._write_blocked and not self.closed:
-            await self.drain()
-        fut = self.invoke_future(cmd, timeout)
-        try:
-            return await fut
-        finally:
-            if fut.cancelled() or not fut.done():  # the caller was cancelled
-                self.forget(cmd.opaque)
-                fut.cancel()
-
-    def forget(self, opaque: int) -> None:
-        """Stop waiting for the response to ``opaque`` (a late response is then dropped)."""
-        entry = self._pending.pop(opaque, None)
-        if entry is not None:
-            entry[1].cancel()
-
-    def invoke_oneway(self, cmd: RemotingCommand) -> bool:
-        """Send ``cmd`` with the oneway flag; nothing is awaited. False when it was dropped because the peer has
-        not read what a server connection already sent it (see ``output_full``)."""
-        if self.closed or self.transport is None:
-            raise ConnectionClosedError(f"connection to {self.remote_addr} is closed", addr=self.remote_addr)
-        if self.output_full:
-            self._throttle.warning(("oneway-dropped", self.name), "%s: oneway request code %s to %s dropped: "
-                                   "%d bytes sent to it are still unread", self.name, cmd.code,
-                                   self.remote_addr, self.pending_output)
-            return False
-        cmd.opaque = self.next_opaque()
-        cmd.flag = (cmd.flag | FLAG_ONEWAY) & ~FLAG_RESPONSE
-        self._write_cmd(cmd)
-        return True
-
-    async def drain(self) -> None:
-        """Wait until the transport's write buffer is below its low-water mark (or the connection closed)."""
-        if not self._write_blocked or self.closed:
-            return
-        assert self._loop is not None
-        waiter: asyncio.Future[None] = self._loop.create_future()
-        self._drain_waiters.append(waiter)
-        await waiter
-
-    def _expire(self, opaque: int, code: int, timeout: float) -> None:
-        entry = self._pending.pop(opaque, None)
-        if entry is not None and not entry[0].done():
-            entry[0].set_exception(RemotingTimeoutError(
-                f"no response from {self.remote_addr} within {timeout * 1000:.0f} ms "
-                f"(request code {code}, opaque {opaque})", addr=self.remote_addr))
 
     # ------------------------------------------------------------------------------------------
     # responses we send
