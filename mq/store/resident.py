@@ -98,7 +98,7 @@ class ResidentTrimmer(PeriodicService):
         for mf in older if sweep else older[-RECENT:]:
             self._release(mf, mf.file_size)
         if sweep:
-            for cq in list(self.consume_queues()):
+            for cq in self.consume_queues():
                 for mf in cq.queue.files[:-1]:
                     self._release(mf, mf.file_size)
 

@@ -4,7 +4,9 @@ client runs in subprocesses, so the daemons must keep serving while the test blo
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
+from typing import Iterator
 
 import pytest
 
@@ -68,3 +70,20 @@ def daemons(tmp_path):
     d.start()
     yield d
     d.stop()
+
+
+@contextlib.contextmanager
+def grpc_daemons(root: str) -> Iterator[Daemons]:
+    """What the 5.x SDK suites run against: ``Daemons`` whose broker has a gRPC endpoint on a free port
+    (``endpoint``), SQL92 filters on and a 1 s transaction check; stopped on exit."""
+    from tests.ports import free_port
+
+    daemons = Daemons(root, broker_options={
+        "grpc_server_port": free_port(), "enable_property_filter": True, "transaction_check_interval": 1000,
+        "transaction_time_out": 1000})
+    daemons.start()
+    try:
+        daemons.endpoint = f"127.0.0.1:{daemons.broker.grpc_port}"
+        yield daemons
+    finally:
+        daemons.stop()

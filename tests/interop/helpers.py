@@ -8,7 +8,12 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import Callable, Iterator
+
+import pytest
+
+from tests.interop.node_client import NodeClientUnavailable
 
 
 def mq_cli(ns: str, *args: str, creds: dict[str, str] | None = None) -> dict | list:
@@ -89,3 +94,14 @@ def group_connections(ns: str, group: str, timeout: float = 20) -> list[dict]:
         if time.time() > deadline:
             return []
         time.sleep(1)
+
+
+def npm_package(install: Callable[[], Path], what: str) -> Path:
+    """The directory ``install`` (one of ``node_client``'s npm installers) returns, or the test skipped with why
+    ``what`` cannot be installed here: a tool not on PATH, or npm unable to reach its registry."""
+    try:
+        return install()
+    except NodeClientUnavailable as exc:
+        pytest.skip(f"cannot install {what} here: {exc}")
+    except RuntimeError as exc:  # npm failed: the tail of its output says why
+        pytest.skip(f"cannot install {what} here: {str(exc)[-500:]}")

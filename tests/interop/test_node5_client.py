@@ -14,10 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.interop.conftest import Daemons
-from tests.interop.helpers import group_connections, mq_cli, running
-from tests.interop.node_client import NodeClientUnavailable, install_node5
-from tests.ports import free_port
+from tests.interop.conftest import grpc_daemons
+from tests.interop.helpers import group_connections, mq_cli, npm_package, running
+from tests.interop.node_client import install_node5
 
 pytestmark = pytest.mark.interop
 DRIVER = str(Path(__file__).with_name("node5_driver.js"))
@@ -25,24 +24,13 @@ DRIVER = str(Path(__file__).with_name("node5_driver.js"))
 
 @pytest.fixture(scope="module")
 def env() -> dict[str, str]:
-    try:
-        root = install_node5()
-    except NodeClientUnavailable as exc:
-        pytest.skip(f"cannot install the 5.x Node.js client here: {exc}")
-    except RuntimeError as exc:  # npm could not reach its registry
-        pytest.skip(f"cannot install the 5.x Node.js client here: {str(exc)[-500:]}")
-    return {**os.environ, "MQ_NODE5_CLIENT": str(root)}
+    return {**os.environ, "MQ_NODE5_CLIENT": str(npm_package(install_node5, "the 5.x Node.js client"))}
 
 
 @pytest.fixture(scope="module")
 def d(tmp_path_factory):
-    daemons = Daemons(str(tmp_path_factory.mktemp("node5")), broker_options={
-        "grpc_server_port": free_port(), "enable_property_filter": True, "transaction_check_interval": 1000,
-        "transaction_time_out": 1000})
-    daemons.start()
-    daemons.endpoint = f"127.0.0.1:{daemons.broker.grpc_port}"
-    yield daemons
-    daemons.stop()
+    with grpc_daemons(str(tmp_path_factory.mktemp("node5"))) as daemons:
+        yield daemons
 
 
 def node5(env: dict, d, *args: object, timeout: float = 90) -> list[dict]:

@@ -19,9 +19,8 @@ import pytest
 pytest.importorskip("rocketmq.v5.producer")
 
 from mq.protocol.bodies import SubscriptionGroupConfig  # noqa: E402
-from tests.interop.conftest import Daemons  # noqa: E402
+from tests.interop.conftest import grpc_daemons  # noqa: E402
 from tests.interop.helpers import group_connections, mq_cli, running  # noqa: E402
-from tests.integration.broker_process import free_port  # noqa: E402
 
 pytestmark = pytest.mark.interop
 DRIVER = str(Path(__file__).with_name("py5_driver.py"))
@@ -30,14 +29,9 @@ CPP_DRIVER = str(Path(__file__).with_name("cpp_driver.py"))
 
 @pytest.fixture(scope="module")
 def d(tmp_path_factory):
-    daemons = Daemons(str(tmp_path_factory.mktemp("py5")), broker_options={
-        "grpc_server_port": free_port(), "enable_property_filter": True, "transaction_check_interval": 1000,
-        "transaction_time_out": 1000})
-    daemons.start()
-    daemons.endpoint = f"127.0.0.1:{daemons.broker.grpc_port}"
-    daemons.home = str(tmp_path_factory.mktemp("home"))
-    yield daemons
-    daemons.stop()
+    with grpc_daemons(str(tmp_path_factory.mktemp("py5"))) as daemons:
+        daemons.home = str(tmp_path_factory.mktemp("home"))
+        yield daemons
 
 
 def _env(d) -> dict:
