@@ -5,6 +5,10 @@
  * decode(text) -> dict: Java's string2messageProperties as properties.py reads it: ``text`` split on \x02, a
  * segment kept when its first \x01 has a non-empty name before it and a non-empty value after it, a later
  * name replacing an earlier one. ``text`` must be a str (None and "" are the caller's: they give {}).
+ *
+ * splice(text, drop, pair) -> str: ``text`` without its first segment that starts with ``drop`` (a name and its
+ * \x01), then a \x02 unless the rest is empty or ends with one, then ``pair`` (properties.py's
+ * ``py_splice_properties``). One allocation: the pieces are copied into the result.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -46,8 +50,66 @@ fail:
     return NULL;
 }
 
+static PyObject *splice(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 3) {
+        PyErr_Format(PyExc_TypeError, "splice() takes 3 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    PyObject *text = args[0], *drop = args[1], *pair = args[2];
+    if (!PyUnicode_Check(text) || !PyUnicode_Check(drop) || !PyUnicode_Check(pair)) {
+        PyErr_SetString(PyExc_TypeError, "splice() takes three str");
+        return NULL;
+    }
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text), dn = PyUnicode_GET_LENGTH(drop);
+    Py_ssize_t cut_from = n, cut_to = n;  /* [cut_from, cut_to) leaves; nothing when cut_from == n */
+    Py_ssize_t i = dn ? PyUnicode_Find(text, drop, 0, n, 1) : -1;
+    while (i > 0 && PyUnicode_READ_CHAR(text, i - 1) != 0x02)
+        i = PyUnicode_Find(text, drop, i + 1, n, 1);
+    if (i == -2)
+        return NULL;
+    if (i >= 0) {
+        Py_ssize_t j = PyUnicode_FindChar(text, 0x02, i, n, 1);
+        if (j == -2)
+            return NULL;
+        cut_from = i;
+        cut_to = j >= 0 ? j + 1 : n;
+    }
+    Py_ssize_t kept = n - (cut_to - cut_from);
+    /* the last kept character: the one before the cut when the cut runs to the end */
+    Py_ssize_t last = cut_to < n ? n - 1 : cut_from - 1;
+    int sep = kept > 0 && PyUnicode_READ_CHAR(text, last) != 0x02;
+    Py_UCS4 maxchar = PyUnicode_MAX_CHAR_VALUE(text);
+    if (PyUnicode_MAX_CHAR_VALUE(pair) > maxchar)
+        maxchar = PyUnicode_MAX_CHAR_VALUE(pair);
+    Py_ssize_t pn = PyUnicode_GET_LENGTH(pair);
+    PyObject *out = PyUnicode_New(kept + sep + pn, maxchar);
+    if (out == NULL)
+        return NULL;
+    Py_ssize_t at = 0;
+    if (cut_from > 0 && PyUnicode_CopyCharacters(out, 0, text, 0, cut_from) < 0)
+        goto fail;
+    at = cut_from;
+    if (cut_to < n) {
+        if (PyUnicode_CopyCharacters(out, at, text, cut_to, n - cut_to) < 0)
+            goto fail;
+        at += n - cut_to;
+    }
+    if (sep)
+        PyUnicode_WRITE(PyUnicode_KIND(out), PyUnicode_DATA(out), at++, 0x02);
+    if (pn && PyUnicode_CopyCharacters(out, at, pair, 0, pn) < 0)
+        goto fail;
+    return out;
+fail:
+    Py_DECREF(out);
+    return NULL;
+}
+
 static PyMethodDef methods[] = {
     {"decode", decode, METH_O, "decode(text) -> dict: a properties string's pairs (properties.decode_properties)"},
+    {"splice", (PyCFunction)(void (*)(void))splice, METH_FASTCALL,
+     "splice(text, drop, pair) -> str: without the first ``drop`` segment, ``pair`` appended "
+     "(properties.splice_properties)"},
     {NULL, NULL, 0, NULL},
 };
 

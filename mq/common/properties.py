@@ -96,7 +96,26 @@ def py_decode_properties(text: str | None) -> dict[str, str]:
     return out
 
 
-(_c_decode,) = native.load("mq.common._properties", "decode")
+def py_splice_properties(text: str | None, name: str, pair: str) -> str:
+    """``text`` without its first ``name`` pair, with ``pair`` (``name2\x01value``) as the last one.
+
+    The rest stays as sent, in its order, separators and all; a separator goes before ``pair`` unless what is
+    kept is empty or already ends with one. The broker stores a send's properties this way (WAIT out, CLUSTER
+    in) without decoding and re-encoding them."""
+    s = text or ""
+    seg = name + NAME_VALUE_SEPARATOR
+    i = s.find(seg) if name else -1
+    while i > 0 and s[i - 1] != PROPERTY_SEPARATOR:
+        i = s.find(seg, i + 1)
+    if i >= 0:
+        j = s.find(PROPERTY_SEPARATOR, i)
+        s = s[:i] + s[j + 1:] if j >= 0 else s[:i]
+    if s and not s.endswith(PROPERTY_SEPARATOR):
+        s += PROPERTY_SEPARATOR
+    return s + pair
+
+
+(_c_decode, _c_splice) = native.load("mq.common._properties", "decode", "splice")
 if _c_decode is None:
     decode_properties = py_decode_properties
 else:
@@ -104,6 +123,14 @@ else:
         """Java ``string2messageProperties``, tolerant of a trailing separator; empty values are dropped
         (``py_decode_properties``, in C: ``mq/common/_properties.c``)."""
         return _c_decode(text) if text else {}
+
+if _c_splice is None:
+    splice_properties = py_splice_properties
+else:
+    def splice_properties(text: str | None, name: str, pair: str) -> str:
+        """``text`` without its first ``name`` pair, with ``pair`` as the last one (``py_splice_properties``,
+        in C: ``mq/common/_properties.c``)."""
+        return _c_splice(text or "", name + NAME_VALUE_SEPARATOR if name else "", pair)
 
 
 def decode_properties_bytes(raw: bytes | memoryview) -> dict[str, str]:

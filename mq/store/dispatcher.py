@@ -257,6 +257,11 @@ class IndexDispatcher:
             self._drain()
             return
         with self._cond:
+            if not self.sleeping:  # another submission woke it already, and it has not taken the GIL yet
+                return
+            # Cleared here, not by the woken thread: until that thread gets the GIL back (up to the switch
+            # interval while the loop is busy) every submission would otherwise find the flag set and wake again.
+            self.sleeping = False
             self._idle.clear()
             self._cond.notify()
 

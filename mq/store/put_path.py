@@ -44,6 +44,12 @@ class PutPath:
     _slave: bool
     _begin_in_lock: float
 
+    @property
+    def acks_on_append(self) -> bool:
+        """ASYNC_FLUSH: a put is answered as soon as it is appended and dispatched (no group commit to wait for),
+        so ``put_message``/``put_messages`` never block on the disk."""
+        return self.group_commit is None
+
     def _check_writable(self) -> tuple[PutMessageStatus, str] | None:
         if self._shutdown or not self._loaded:
             return _S.SERVICE_NOT_AVAILABLE, "message store is shut down" if self._shutdown else "not started"

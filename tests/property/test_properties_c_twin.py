@@ -29,3 +29,22 @@ def test_decode_matches_python(text):
 
 def test_none_and_empty_give_an_empty_dict():
     assert P.decode_properties(None) == {} and P.decode_properties("") == {}
+
+
+@settings(max_examples=500, deadline=None)
+@given(pieces, st.sampled_from(["WAIT", "a", "é", "", "\U0001d11e"]), st.sampled_from(["CLUSTER\x01c", "é\x01\U0001d11e", ""]))
+@example("WAIT\x01true", "WAIT", "CLUSTER\x01c")  # the only pair: nothing kept, no separator before the new one
+@example("aWAIT\x01x\x02WAIT\x01true\x02b\x01c", "WAIT", "CLUSTER\x01c")  # a name that only ends in WAIT stays
+@example("b\x01c\x02WAIT\x01true", "WAIT", "CLUSTER\x01c")  # cut to the end after a separator
+@example("b\x01c", "WAIT", "CLUSTER\x01c")  # nothing to cut: a separator before the new pair
+def test_splice_matches_python(text, name, pair):
+    assert P.splice_properties(text, name, pair) == P.py_splice_properties(text, name, pair)
+
+
+def test_splice_of_none_and_argument_errors():
+    assert P.splice_properties(None, "WAIT", "CLUSTER\x01c") == "CLUSTER\x01c"
+    from mq.common import _properties
+    with pytest.raises(TypeError):
+        _properties.splice("a", "b")
+    with pytest.raises(TypeError):
+        _properties.splice(b"a", "b", "c")

@@ -1,3 +1,5 @@
+import pytest
+
 from mq.common import properties as P
 from mq.common.message import Message
 
@@ -33,3 +35,18 @@ def test_message_accessors():
     m.tags = None
     assert m.tags is None and "TAGS" not in m.properties
     assert P.UNIQ_CLIENT_MESSAGE_ID_KEYIDX == "UNIQ_KEY" and P.KEYS in P.SYSTEM_PROPERTY_NAMES
+
+
+@pytest.mark.parametrize("splice", [P.splice_properties, P.py_splice_properties])
+@pytest.mark.parametrize("text,want", [
+    ("KEYS\x01k\x02WAIT\x01true\x02TAGS\x01t\x02", "KEYS\x01k\x02TAGS\x01t\x02CLUSTER\x01c"),
+    ("WAIT\x01true", "CLUSTER\x01c"),
+    ("KEYS\x01k\x02WAIT\x01true", "KEYS\x01k\x02CLUSTER\x01c"),
+    ("XWAIT\x01a\x02WAIT\x01b", "XWAIT\x01a\x02CLUSTER\x01c"),  # only a pair that starts with WAIT goes
+    ("WAIT\x01a\x02WAIT\x01b", "WAIT\x01b\x02CLUSTER\x01c"),  # only the first
+    ("KEYS\x01k", "KEYS\x01k\x02CLUSTER\x01c"),
+    ("", "CLUSTER\x01c"),
+    (None, "CLUSTER\x01c"),
+])
+def test_splice_drops_the_first_pair_and_appends_one(splice, text, want):
+    assert splice(text, "WAIT", "CLUSTER\x01c") == want

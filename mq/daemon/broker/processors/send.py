@@ -34,6 +34,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -42,7 +43,7 @@ from mq.common import sysflag as SF
 from mq.common import topic as T
 from mq.common.hosts import pack_host
 from mq.common.message import MessageExtBrokerInner
-from mq.common.properties import decode_properties, encode_properties
+from mq.common.properties import decode_properties, encode_properties, splice_properties
 from mq.common.record import iter_batch
 from mq.config import StoreConfig
 from mq.daemon.broker.flow_control import SEND_GROUP, os_page_cache_busy
@@ -66,7 +67,6 @@ RC = ResponseCode
 _S = PutMessageStatus
 #: C++ clients (version >= V3_4_9 = 121) may override the group's retryMaxTimes.
 VERSION_MAX_RECONSUME_OVERRIDE = 121
-_WAIT_SEG = P.WAIT_STORE_MSG_OK + P.NAME_VALUE_SEPARATOR
 
 _STATUS_CODES = {
     _S.PUT_OK: RC.SUCCESS,
@@ -74,20 +74,6 @@ _STATUS_CODES = {
     _S.FLUSH_SLAVE_TIMEOUT: RC.FLUSH_SLAVE_TIMEOUT,
     _S.SLAVE_NOT_AVAILABLE: RC.SLAVE_NOT_AVAILABLE,
 }
-
-
-def rewrite_properties(text: str | None, cluster_pair: str) -> str:
-    """Cut the ``WAIT`` pair out of a properties string and append ``CLUSTER``; everything else as sent."""
-    s = text or ""
-    i = s.find(_WAIT_SEG)
-    while i > 0 and s[i - 1] != P.PROPERTY_SEPARATOR:
-        i = s.find(_WAIT_SEG, i + 1)
-    if i >= 0:
-        j = s.find(P.PROPERTY_SEPARATOR, i)
-        s = s[:i] + s[j + 1:] if j >= 0 else s[:i]
-    if s and not s.endswith(P.PROPERTY_SEPARATOR):
-        s += P.PROPERTY_SEPARATOR
-    return s + cluster_pair
 
 
 def born_host_of(conn: Any) -> bytes:
@@ -103,8 +89,29 @@ def born_host_of(conn: Any) -> bytes:
     return b
 
 
+#: store root -> (monotonic time, ``disk_util`` text): a full disk refuses every send, each naming the usage
+_DISK_UTIL: dict[str, tuple[float, str]] = {}
+DISK_UTIL_TTL_S = 1.0
+
+
 def disk_util(store_config: StoreConfig) -> str:
-    """RocketMQ's ``diskUtil()``: the used fraction of the commit log's, consume queues' and index's partitions."""
+    """RocketMQ's ``diskUtil()``: the used fraction of the commit log's, consume queues' and index's partitions.
+
+    Measured at most once per ``DISK_UTIL_TTL_S`` per store: a client sending fast to a broker whose disk is full
+    gets a refusal per send, and half a dozen ``stat`` calls each would make a refusal dearer than a put."""
+    key = store_config.store_path_root_dir
+    now = time.monotonic()
+    hit = _DISK_UTIL.get(key)
+    if hit is not None and now - hit[0] < DISK_UTIL_TTL_S:
+        return hit[1]
+    text = _disk_util(store_config)
+    if len(_DISK_UTIL) >= 64:
+        _DISK_UTIL.clear()
+    _DISK_UTIL[key] = (now, text)
+    return text
+
+
+def _disk_util(store_config: StoreConfig) -> str:
     root = Path(store_config.store_path_root_dir)
     logs = [p for p in (store_config.store_path_commit_log or "").split(",") if p.strip()] or [root / "commitlog"]
     cl = min(100.0, *(disk_used_ratio(Path(p.strip()) if isinstance(p, str) else p) for p in logs))
@@ -234,6 +241,9 @@ class SendProcessor:
         if cmd.flag & 2:  # oneway: nobody waits for the answer
             res = store.put_messages_nowait(msgs, _ignore)
             return self._response(cmd, res, queue_id) if res is not None else None
+        if store.acks_on_append:  # ASYNC_FLUSH: the put's result is the answer, nothing waits for a flush
+            return self._response(cmd, store.put_message(msgs[0]) if len(msgs) == 1 else store.put_messages(msgs),
+                                  queue_id)
         if self.pending_acks < self.max_pending:
             poster = self.c.poster
             res = store.put_messages_nowait(
@@ -375,7 +385,7 @@ class SendProcessor:
                 if P.DELAY_TIME_LEVEL in props:
                     del props[P.DELAY_TIME_LEVEL]
                     props_s = encode_properties(props)
-        stored_s = rewrite_properties(props_s, self.cluster_pair)
+        stored_s = splice_properties(props_s, P.WAIT_STORE_MSG_OK, self.cluster_pair)
         if props.get(P.TRANSACTION_PREPARED) == "true":
             if c.config.reject_transaction_message:
                 return cmd.response(RC.NO_PERMISSION,
@@ -419,7 +429,7 @@ class SendProcessor:
             msgs.append(MessageExtBrokerInner(
                 topic=topic, body=mbody, flag=flag, properties=props, queue_id=queue_id, sys_flag=sys_flag,
                 born_timestamp=h.born_timestamp, born_host=born, reconsume_times=reconsume,
-                properties_string=rewrite_properties(props_s, pair)))
+                properties_string=splice_properties(props_s, P.WAIT_STORE_MSG_OK, pair)))
         return msgs, queue_id
 
     def _retry_or_dlq(self, cmd: RemotingCommand, h: Any, topic: str, reconsume: int):
