@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import datetime as dt
 import time
+from bisect import bisect_left
 from collections import deque
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
@@ -128,10 +129,7 @@ SIZE_BOUNDS = (1024, 4096, 512 * 1024, 1024 * 1024, 2 * 1024 * 1024, 4 * 1024 * 
 
 def size_bucket(size: int) -> int:
     """The index of ``size``'s bucket in ``TopicPutItem.size_hist``."""
-    for i, bound in enumerate(SIZE_BOUNDS):
-        if size <= bound:
-            return i
-    return len(SIZE_BOUNDS)
+    return bisect_left(SIZE_BOUNDS, size)
 
 
 class TopicPutItem(StatsItem):
@@ -198,7 +196,7 @@ class BrokerStats:
         it.nums += n
         it.size += size
         avg = size // n if n > 1 else size
-        it.size_hist[0 if avg <= 1024 else size_bucket(avg)] += 1
+        it.size_hist[bisect_left(SIZE_BOUNDS, avg)] += 1
         it.size_sum += avg
 
     def on_group_get(self, topic: str, group: str, n: int, size: int, queue_id: int = -1,
