@@ -212,7 +212,10 @@ class Counters:
         self.addr = self.loop.run_until_complete(_broker_addr(self.admin))
 
     def read(self) -> tuple[int, int]:
+        t = time.monotonic()
         kv = self.loop.run_until_complete(self.admin.fetch_broker_runtime_stats(self.addr))
+        #: the round trip of the last read: the counters were read at some point inside it
+        self.rtt = time.monotonic() - t
         return int(kv.get("msgPutTotalTodayNow", 0)), int(kv.get("msgGetTotalTodayNow", 0))
 
     def close(self) -> None:
@@ -292,7 +295,9 @@ def run_e2e(kind: str, ns: str, broker: psutil.Process, a: argparse.Namespace) -
         c0, (p0, g0), t0 = cpu_s(broker), counters.read(), time.monotonic()
         with RssSampler(broker) as rss:
             time.sleep(a.seconds)
+        rtt0 = counters.rtt
         c1, (p1, g1), t1 = cpu_s(broker), counters.read(), time.monotonic()
+        rtt1 = counters.rtt
         time.sleep(max(0.0, 10.5 - ((t1 - start) % 10)))
         t_from = start + a.warmup + 9.5
         windows, failed, _ = _send_figures(prod.drain_lines(), t_from)
@@ -311,13 +316,19 @@ def run_e2e(kind: str, ns: str, broker: psutil.Process, a: argparse.Namespace) -
     b2c_max = max((c[2] for c in consumed), default=0)
     stps = sum(w[0] for w in windows) / max(1, len(windows))
     got = g1 - g0
+    # messages stored but not yet pulled, by the broker's own counters: a backlog that shrinks over the window
+    # means the Consumer's windows include catching up on what it fell behind by in the warm-up
+    lag0, lag1 = p0 - g0, p1 - g1
     f = {"consume_tps": ctps, "got_tps": got / (t1 - t0), "b2c": b2c, "b2c_max": b2c_max, "send_tps": stps,
-         "failed": failed,
+         "failed": failed, "backlog": (lag0, lag1),
          "cpu_us": (c1 - c0) / max(1, got) * 1e6, "cores": (c1 - c0) / (t1 - t0), "rss": rss.peak,
          "rss_own": rss.peak_own}
     text = (f"Consumer {ctps:,.0f} msgs/s, born-to-consume average {b2c:.2f} ms (max {b2c_max} ms), Producer "
-            f"{stps:,.0f} sends/s, {len(consumed)} x 10 s windows; broker counted {(p1 - p0) / (t1 - t0):,.0f} "
-            f"put/s {got / (t1 - t0):,.0f} got/s; broker CPU {f['cpu_us']:.1f} us per message in and out "
+            f"{stps:,.0f} sends/s, {len(consumed)} x 10 s windows (Consumer {' / '.join(f'{c[0]:,}' for c in consumed)}, "
+            f"Producer {' / '.join(f'{w[0]:,}' for w in windows)}); broker counted {(p1 - p0) / (t1 - t0):,.0f} "
+            f"put/s {got / (t1 - t0):,.0f} got/s (counter reads {rtt0 * 1000:.0f} / {rtt1 * 1000:.0f} ms), backlog "
+            f"{lag0:,} -> {lag1:,} messages; broker CPU "
+            f"{f['cpu_us']:.1f} us per message in and out "
             f"({f['cores']:.2f} cores)")
     return Result("e2e", kind, f, text)
 

@@ -234,7 +234,7 @@ class IndexDispatcher:
         self._stopped = False
         self._thread: threading.Thread | None = None
         #: True while no thread takes submissions on its own: it is (about to be) waiting for work, or none
-        #: runs. A submitter that sees it calls ``wake``.
+        #: runs. A submitter that sees it calls ``wake``, which clears it, so one sleep costs one wake-up.
         self.sleeping = True
         #: store time / end offset of the last record whose keys are indexed
         self.last_timestamp = 0
