@@ -12,6 +12,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <string.h>
 
 static PyObject *decode(PyObject *self, PyObject *text) {
     (void)self;
@@ -50,6 +51,22 @@ fail:
     return NULL;
 }
 
+/* Copy ``len`` characters of ``src`` from ``start`` into the new string ``out`` at ``at``; every one of them fits
+ * ``out``'s kind (the caller sized it). Not PyUnicode_CopyCharacters: CPython 3.11's check for Latin-1 into ASCII
+ * scans the source from its first character rather than from ``start``, and refuses a copy of a part that is all
+ * ASCII when the cut-off part before it is not. */
+static void copy_part(PyObject *out, Py_ssize_t at, PyObject *src, Py_ssize_t start, Py_ssize_t len) {
+    int ok = PyUnicode_KIND(out), sk = PyUnicode_KIND(src);
+    void *od = PyUnicode_DATA(out);
+    const void *sd = PyUnicode_DATA(src);
+    if (ok == sk) {
+        memcpy((char *)od + at * ok, (const char *)sd + start * sk, (size_t)len * (size_t)sk);
+        return;
+    }
+    for (Py_ssize_t i = 0; i < len; i++)
+        PyUnicode_WRITE(ok, od, at + i, PyUnicode_READ(sk, sd, start + i));
+}
+
 static PyObject *splice(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
     if (nargs != 3) {
@@ -79,30 +96,38 @@ static PyObject *splice(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     /* the last kept character: the one before the cut when the cut runs to the end */
     Py_ssize_t last = cut_to < n ? n - 1 : cut_from - 1;
     int sep = kept > 0 && PyUnicode_READ_CHAR(text, last) != 0x02;
+    /* The result must be a canonical str (the narrowest kind that holds its characters: str equality compares
+     * kinds first). A whole canonical string's kind bound is right for its part of the result; after a cut the
+     * kept characters may need a narrower kind, so a non-ASCII text's kept characters are scanned. */
     Py_UCS4 maxchar = PyUnicode_MAX_CHAR_VALUE(text);
+    if (cut_from < n && !PyUnicode_IS_ASCII(text)) {
+        int kind = PyUnicode_KIND(text);
+        const void *data = PyUnicode_DATA(text);
+        maxchar = 0;
+        for (Py_ssize_t k = 0; k < n; k++) {
+            if (k == cut_from)
+                k = cut_to;
+            if (k >= n)
+                break;
+            Py_UCS4 ch = PyUnicode_READ(kind, data, k);
+            if (ch > maxchar)
+                maxchar = ch;
+        }
+    }
     if (PyUnicode_MAX_CHAR_VALUE(pair) > maxchar)
         maxchar = PyUnicode_MAX_CHAR_VALUE(pair);
     Py_ssize_t pn = PyUnicode_GET_LENGTH(pair);
     PyObject *out = PyUnicode_New(kept + sep + pn, maxchar);
     if (out == NULL)
         return NULL;
-    Py_ssize_t at = 0;
-    if (cut_from > 0 && PyUnicode_CopyCharacters(out, 0, text, 0, cut_from) < 0)
-        goto fail;
-    at = cut_from;
-    if (cut_to < n) {
-        if (PyUnicode_CopyCharacters(out, at, text, cut_to, n - cut_to) < 0)
-            goto fail;
-        at += n - cut_to;
-    }
+    copy_part(out, 0, text, 0, cut_from);
+    Py_ssize_t at = cut_from;
+    copy_part(out, at, text, cut_to, n - cut_to);
+    at += n - cut_to;
     if (sep)
         PyUnicode_WRITE(PyUnicode_KIND(out), PyUnicode_DATA(out), at++, 0x02);
-    if (pn && PyUnicode_CopyCharacters(out, at, pair, 0, pn) < 0)
-        goto fail;
+    copy_part(out, at, pair, 0, pn);
     return out;
-fail:
-    Py_DECREF(out);
-    return NULL;
 }
 
 static PyMethodDef methods[] = {
