@@ -7,9 +7,11 @@ topic (``--topic``, default ``BenchmarkVs``) created with ``--queues`` (8) queue
 - ``send``: the official benchmark Producer (``org.apache.rocketmq.example.benchmark.Producer -w 16 -s 1024``,
   each thread sending synchronously): its "Send TPS" and "Average RT" lines after ``--warmup`` seconds;
 - ``e2e``: the official benchmark Consumer and Producer together: the Consumer's "TPS" and born-to-consume
-  latency ("AVG(B2C) RT"), and the Producer's TPS; beside them the messages each broker counted out over the
-  measured window (``msgGetTotalTodayNow``): the Consumer's TPS comes from its own 10 s windows, which
-  include a backlog it built up in the warm-up and then caught up on;
+  latency ("AVG(B2C) RT"), and the Producer's TPS, each tool's 10 s windows listed; beside them the messages
+  each broker counted out over the measured window (``msgGetTotalTodayNow``, with the round trip of each
+  counter read) and its backlog (stored minus pulled) at the window's start and end. The tools' windows and
+  the counted window do not cover the same seconds: where a broker's rate still climbs (a freshly started JVM
+  warming up) the later windows report more than the counted one;
 - ``drain``: the Producer fills a backlog of ``--backlog`` messages (``-q``), then the official Consumer (a new
   group, which starts at offset 0) drains it: messages per second from the first pulled message to the last,
   read from the broker's own counter (``msgGetTotalTodayNow`` of GET_BROKER_RUNTIME_INFO, polled every 50 ms);
