@@ -180,9 +180,7 @@ class RemotingClient:
         try:
             return await fut
         finally:
-            if fut.cancelled() or not fut.done():  # the caller was cancelled
-                conn.forget(cmd.opaque)
-                fut.cancel()
+            conn.abandon(fut, cmd.opaque)
 
     async def invoke_oneway(self, addr: str, cmd: RemotingCommand) -> None:
         """Send a oneway request to ``addr`` (returns once it is queued for writing)."""

@@ -64,9 +64,14 @@ class Invoker:
         try:
             return await fut
         finally:
-            if fut.cancelled() or not fut.done():  # the caller was cancelled
-                self.forget(cmd.opaque)
-                fut.cancel()
+            self.abandon(fut, cmd.opaque)
+
+    def abandon(self, fut: asyncio.Future, opaque: int) -> None:
+        """After awaiting ``fut`` (``invoke_future``) ended: when the caller was cancelled rather than answered,
+        stop waiting for the response to ``opaque`` and cancel ``fut``."""
+        if fut.cancelled() or not fut.done():
+            self.forget(opaque)
+            fut.cancel()
 
     def forget(self, opaque: int) -> None:
         """Stop waiting for the response to ``opaque`` (a late response is then dropped)."""

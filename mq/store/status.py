@@ -11,7 +11,6 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from mq.common.msg_id import create_offset_msg_id_raw
-
 from mq.errors import MQError
 
 
