@@ -11,7 +11,10 @@ machine where wall-clock rates do not.
     python benchmarks/broker_inprocess_bench.py [--n 40000] [--flush ASYNC_FLUSH|SYNC_FLUSH|both] [--no-index]
 
 Cases: single sends fed 1 and 16 frames per read (how many a read delivers under pipelining), batches of 32
-fed 4 per read, and a backlog drain with PULLs of 32. Sends also print the event-loop thread's own CPU
+fed 4 per read, a backlog drain with PULLs of 32, and held pulls woken by sends: a push consumer's pattern
+(registered by HEART_BEAT, one PULL with SUSPEND and COMMIT_OFFSET held per queue of 8) while reads of 8 sends,
+one per queue, wake them; every answer is followed by the next PULL from its ``nextBeginOffset``, so each
+message costs a send, a held pull's wake-up and answer, and a new pull that is held again. Sends also print the event-loop thread's own CPU
 (``time.thread_time``): the rest of the process figure is the store's threads, mostly the index builder
 (``--no-index`` turns the key index off to show its share).
 """
@@ -36,6 +39,8 @@ from machine import CpuWindow  # noqa: E402
 
 from mq.config import BrokerConfig, StoreConfig  # noqa: E402
 from mq.protocol import headers as H  # noqa: E402
+from mq.protocol.bodies import (ConsumeFromWhere, ConsumeType, ConsumerData, HeartbeatData,  # noqa: E402
+                                MessageModel, SubscriptionData, TopicConfig)
 from mq.protocol.codec import FrameDecoder, encode  # noqa: E402
 from mq.protocol.codes import RequestCode  # noqa: E402
 from mq.protocol.command import RemotingCommand  # noqa: E402
@@ -51,6 +56,8 @@ class CountingTransport:
         self.bytes = 0
         self.closed = False
         self.decoder = FrameDecoder() if decode else None
+        #: thread CPU spent decoding the responses (the client's side, not the broker's)
+        self.decode_s = 0.0
         self.last: list[RemotingCommand] = []
         self.waiter: asyncio.Future | None = None
         self.want = 0
@@ -58,7 +65,9 @@ class CountingTransport:
     def write(self, data: bytes | bytearray) -> None:
         self.bytes += len(data)
         if self.decoder is not None:
+            t0 = time.thread_time()
             cmds = self.decoder.feed(bytes(data))
+            self.decode_s += time.thread_time() - t0
             self.last = cmds
             self.frames += len(cmds)
         else:
@@ -150,6 +159,92 @@ async def _drain(ctrl, topic: str, queue_id: int, total: int) -> tuple[float, fl
     return c1 - c0, t1 - t0, got
 
 
+def _pull_frame(topic: str, queue_id: int, offset: int, opaque: int) -> bytes:
+    """A push consumer's PULL: SUSPEND and COMMIT_OFFSET, the subscription from its heartbeat, 15 s hold."""
+    h = H.PullMessageRequestHeader(consumer_group="BenchCG", topic=topic, queue_id=queue_id, queue_offset=offset,
+                                   max_msg_nums=32, sys_flag=1 | 2, commit_offset=offset,
+                                   suspend_timeout_millis=15_000, sub_version=0)
+    cmd = RemotingCommand.request(RequestCode.PULL_MESSAGE, h.to_ext())
+    cmd.opaque = opaque
+    return encode(cmd)
+
+
+async def _held_pulls(ctrl, topic: str, reads: int, queues: int = 8) -> tuple[float, float, int, int]:
+    """``reads`` reads of ``queues`` sends (one per queue), each waking the held pulls; returns (process CPU s,
+    loop-thread CPU s, messages pulled, pulls made). Both CPU figures leave out the client's side, which runs on
+    the same thread: building the PULL frames, decoding and reading their answers."""
+    ctrl.topic_config.put(TopicConfig(topic_name=topic, read_queue_nums=queues, write_queue_nums=queues))
+    cons = ctrl.server.make_connection()
+    ctr = CountingTransport(decode=True)
+    cons.connection_made(ctr)
+    hb = HeartbeatData(client_id="bench@1", consumer_data_set=[ConsumerData(
+        group_name="BenchCG", consume_type=ConsumeType.CONSUME_PASSIVELY, message_model=MessageModel.CLUSTERING,
+        consume_from_where=ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET,
+        subscription_data_set=[SubscriptionData(topic=topic, sub_string="*")])])
+    cons.data_received(encode(RemotingCommand.request(RequestCode.HEART_BEAT, {}, hb.to_json())))
+    await _until(ctr, 1)
+    if ctr.last[-1].code != 0:
+        raise SystemExit(f"HEART_BEAT refused: {ctr.last[-1].remark}")
+    prod = ctrl.server.make_connection()
+    prod.connection_made(CountingTransport())
+    batch = b"".join(send_frame(topic, q) for q in range(queues))
+    offsets = {q: ctrl.store.get_max_offset(topic, q) for q in range(queues)}
+    by_opaque: dict[int, int] = {}
+    opaque = 1_000
+
+    def pulls(qids) -> bytes:
+        nonlocal opaque
+        out = []
+        for q in qids:
+            opaque += 1
+            by_opaque[opaque] = q
+            out.append(_pull_frame(topic, q, offsets[q], opaque))
+        return b"".join(out)
+
+    cons.data_received(pulls(range(queues)))
+    await asyncio.sleep(0.05)  # the broker also tells the new consumer its group changed (a request)
+    answered = [r for r in ctr.last if r.opaque in by_opaque]
+    if answered:
+        raise SystemExit(f"a first PULL was answered instead of held: {answered[0].code} {answered[0].remark}")
+    ctr.last = []
+    got = made = 0
+    client_s = 0.0
+    c0, m0, d0 = time.process_time(), time.thread_time(), ctr.decode_s
+    for _ in range(reads):
+        prod.data_received(batch)
+        await asyncio.sleep(0)  # the woken pulls run in the loop's next callback,
+        await asyncio.sleep(0)  # and their answers are written in the one after it
+        t0 = time.thread_time()
+        answers, ctr.last = ctr.last, []
+        again = []
+        for r in answers:
+            q = by_opaque.pop(r.opaque, None)
+            if q is None:  # not an answer to a pull
+                continue
+            if "nextBeginOffset" not in r.ext_fields:
+                raise SystemExit(f"a PULL was refused: code {r.code}, {r.remark}")
+            nxt = int(r.ext_fields["nextBeginOffset"])
+            if r.code == 0:
+                got += nxt - offsets[q]
+            offsets[q] = nxt
+            again.append(q)
+        frames = pulls(again)
+        client_s += time.thread_time() - t0
+        if again:
+            made += len(again)
+            cons.data_received(frames)
+    c1, m1 = time.process_time(), time.thread_time()
+    client_s += ctr.decode_s - d0
+    await asyncio.sleep(0.05)  # answers of the last read that were still to run
+    for r in ctr.last:
+        q = by_opaque.pop(r.opaque, None)
+        if q is not None and r.code == 0:
+            got += int(r.ext_fields["nextBeginOffset"]) - offsets[q]
+    cons.connection_lost(None)
+    prod.connection_lost(None)
+    return c1 - c0 - client_s, m1 - m0 - client_s, got, made
+
+
 async def run_case(flush: str, n: int, root: str, index: bool = True) -> None:
     from mq.daemon.broker.controller import BrokerController
 
@@ -180,6 +275,13 @@ async def run_case(flush: str, n: int, root: str, index: bool = True) -> None:
                 cpu, wall, got = await _drain(ctrl, "DrainT", 0, total)
             print(f"{flush:11s} drain, PULL of 32: CPU {cpu / max(got, 1) * 1e6:6.2f} us/msg   "
                   f"{got / wall:9,.0f} msg/s ({got} messages)   {w.short()}", flush=True)
+            reads = max(1, n // 8)
+            with CpuWindow() as w:
+                cpu, main, got, made = await _held_pulls(ctrl, "HeldT", reads)
+            sent = reads * 8
+            print(f"{flush:11s} held pulls woken by sends (8 queues, 8 sends a read): CPU {cpu / sent * 1e6:6.2f} "
+                  f"us per message sent and pulled (loop thread {main / sent * 1e6:6.2f}); {got:,} of {sent:,} "
+                  f"pulled, {got / max(made, 1):.2f} per pull   {w.short()}", flush=True)
     finally:
         await ctrl.stop()
 
