@@ -40,11 +40,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import queue
 import re
 import subprocess
 import sys
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,6 +50,7 @@ from pathlib import Path
 import psutil
 
 from bench_daemons import BROKER_KINDS, brokers
+from bench_processes import JavaTool, RssSampler, cpu_s, data_segments_out
 from machine import CpuWindow
 
 sys.path.append(str(Path(__file__).resolve().parents[1]))  # an installed or PYTHONPATH mq wins
@@ -70,106 +69,6 @@ LABEL = {"mq": "mq", "rocketmq": "RocketMQ"}
 
 def load_avg() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
-
-
-def cpu_s(p: psutil.Process) -> float:
-    t = p.cpu_times()
-    return t.user + t.system
-
-
-class JavaTool:
-    """One of RocketMQ's benchmark programs in its own JVM; its stdout lines are collected by a thread."""
-
-    def __init__(self, classpath: str, main: str, args: list[str]) -> None:
-        self.proc = subprocess.Popen(["java", "-cp", classpath, f"org.apache.rocketmq.example.benchmark.{main}",
-                                      *args], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        self.lines: queue.Queue[tuple[float, str]] = queue.Queue()
-        self._thread = threading.Thread(target=self._read, daemon=True)
-        self._thread.start()
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self.lines.put((time.monotonic(), line.rstrip()))
-
-    def wait_for(self, text: str, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            try:
-                _, line = self.lines.get(timeout=0.2)
-            except queue.Empty:
-                if self.proc.poll() is not None:
-                    raise SystemExit(f"{self.proc.args[3]} exited ({self.proc.returncode}) before printing {text!r}")
-                continue
-            if text in line:
-                return
-        raise SystemExit(f"{self.proc.args[3]} did not print {text!r} within {timeout:.0f} s")
-
-    def drain_lines(self) -> list[tuple[float, str]]:
-        out = []
-        while True:
-            try:
-                out.append(self.lines.get_nowait())
-            except queue.Empty:
-                return out
-
-    def cpu(self) -> float:
-        try:
-            return cpu_s(psutil.Process(self.proc.pid))
-        except psutil.Error:
-            return 0.0
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-
-
-class RssSampler:
-    """The broker's peak RSS, sampled every ``period`` seconds in a thread; the peak without the pages of the
-    store's mapped files (commit log, consume queues, index) is sampled every ``maps_every``-th time."""
-
-    def __init__(self, proc: psutil.Process, period: float = 0.5, maps_every: int = 10) -> None:
-        self.proc = proc
-        self.peak = 0
-        self.peak_own = 0
-        self._period = period
-        self._maps_every = maps_every
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def own(self) -> int:
-        rss = self.proc.memory_info().rss
-        mapped = sum(m.rss for m in self.proc.memory_maps(grouped=True) if "/store/" in m.path)
-        return rss - mapped
-
-    def _run(self) -> None:
-        i = 0
-        while not self._stop.is_set():
-            try:
-                self.peak = max(self.peak, self.proc.memory_info().rss)
-                if i % self._maps_every == 0:
-                    self.peak_own = max(self.peak_own, self.own())
-            except psutil.Error:
-                return
-            i += 1
-            self._stop.wait(self._period)
-
-    def __enter__(self) -> "RssSampler":
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
-        try:
-            self.peak_own = max(self.peak_own, self.own())
-        except psutil.Error:
-            pass
 
 
 @dataclass
@@ -295,10 +194,12 @@ def run_e2e(kind: str, ns: str, broker: psutil.Process, a: argparse.Namespace) -
         start = time.monotonic()
         time.sleep(a.warmup)
         c0, (p0, g0), t0 = cpu_s(broker), counters.read(), time.monotonic()
+        q0, s0 = cons.cpu(), data_segments_out(cons.proc.pid)
         with RssSampler(broker) as rss:
             time.sleep(a.seconds)
         rtt0 = counters.rtt
         c1, (p1, g1), t1 = cpu_s(broker), counters.read(), time.monotonic()
+        q1, s1 = cons.cpu(), data_segments_out(cons.proc.pid)
         rtt1 = counters.rtt
         time.sleep(max(0.0, 10.5 - ((t1 - start) % 10)))
         t_from = start + a.warmup + 9.5
@@ -324,14 +225,16 @@ def run_e2e(kind: str, ns: str, broker: psutil.Process, a: argparse.Namespace) -
     f = {"consume_tps": ctps, "got_tps": got / (t1 - t0), "b2c": b2c, "b2c_max": b2c_max, "send_tps": stps,
          "failed": failed, "backlog": (lag0, lag1),
          "cpu_us": (c1 - c0) / max(1, got) * 1e6, "cores": (c1 - c0) / (t1 - t0), "rss": rss.peak,
-         "rss_own": rss.peak_own}
+         "rss_own": rss.peak_own, "consumer_cpu_us": (q1 - q0) / max(1, got) * 1e6,
+         "per_pull": got / max(1, s1 - s0)}
     text = (f"Consumer {ctps:,.0f} msgs/s, born-to-consume average {b2c:.2f} ms (max {b2c_max} ms), Producer "
             f"{stps:,.0f} sends/s, {len(consumed)} x 10 s windows (Consumer {' / '.join(f'{c[0]:,}' for c in consumed)}, "
             f"Producer {' / '.join(f'{w[0]:,}' for w in windows)}); broker counted {(p1 - p0) / (t1 - t0):,.0f} "
             f"put/s {got / (t1 - t0):,.0f} got/s (counter reads {rtt0 * 1000:.0f} / {rtt1 * 1000:.0f} ms), backlog "
             f"{lag0:,} -> {lag1:,} messages; broker CPU "
             f"{f['cpu_us']:.1f} us per message in and out "
-            f"({f['cores']:.2f} cores)")
+            f"({f['cores']:.2f} cores); the Consumer sent {(s1 - s0) / (t1 - t0):,.0f} requests/s "
+            f"({f['per_pull']:.2f} messages each) and used {f['consumer_cpu_us']:.1f} us of CPU per message")
     return Result("e2e", kind, f, text)
 
 
@@ -397,7 +300,8 @@ RATIOS = {
     "send": [("tps", "send TPS", True), ("rt", "average RT", False), ("cpu_us", "broker CPU/msg", False)],
     "load": [("tps", "send TPS", True), ("rt", "average RT", False), ("cpu_us", "broker CPU/msg", False)],
     "e2e": [("consume_tps", "consume TPS", True), ("got_tps", "broker-counted", True),
-            ("b2c", "born-to-consume", False), ("cpu_us", "broker CPU/msg", False)],
+            ("b2c", "born-to-consume", False), ("cpu_us", "broker CPU/msg", False),
+            ("per_pull", "messages per pull", True), ("consumer_cpu_us", "Consumer CPU/msg", False)],
     "drain": [("drain", "drain rate", True), ("cpu_us", "broker CPU/msg", False)],
 }
 
