@@ -82,12 +82,13 @@ def _broker_process(match: list[str]) -> psutil.Process:
 
 
 @contextmanager
-def brokers(kind: str, flush: str = "ASYNC_FLUSH") -> Iterator[tuple[str, psutil.Process]]:
+def brokers(kind: str, flush: str = "ASYNC_FLUSH", mq_settings: str = "") -> Iterator[tuple[str, psutil.Process]]:
     """A name server and a broker, ours (``mq``: ``daemons``) or Apache RocketMQ 4.9's own (``rocketmq``:
     ``tests/interop/java_broker.py``, classpath in ``$MQ_JAVA_BROKER_CLASSPATH``, 2 GiB heaps, RocketMQ's store
-    defaults otherwise); yields (name server address, the broker's process) and always stops both."""
+    defaults otherwise); yields (name server address, the broker's process) and always stops both.
+    ``mq_settings``: more lines of ``mq``'s broker config (YAML), e.g. ``"warmAheadBytes: 0\n"``."""
     if kind == "mq":
-        with daemons(broker_yaml=f"flushDiskType: {flush}\n") as (ns, env):
+        with daemons(broker_yaml=f"flushDiskType: {flush}\n{mq_settings}") as (ns, env):
             yield ns, _broker_process(["broker", os.path.join(env["MQ_HOME"], "store")])
         return
     if kind != "rocketmq":

@@ -33,6 +33,10 @@ pre-touched 8 GiB would only add RSS.
     source /work/java/env.sh   # or set MQ_JAVA_BENCH_CLASSPATH and MQ_JAVA_BROKER_CLASSPATH
     python benchmarks/vs_rocketmq.py [--rounds 3] [--cases send,e2e,drain,load] [--seconds 40] [--warmup 20]
         [--threads 16] [--size 1024] [--queues 8] [--backlog 1000000] [--burn-pin] [--brokers mq,rocketmq]
+        [--mq-config KEY=VALUE ...]
+
+``--mq-config`` changes a setting of ``mq``'s broker only (its YAML name and value), to compare settings in
+alternating runs, e.g. ``--brokers mq --mq-config warmAheadBytes=0`` against the same run without it.
 """
 
 from __future__ import annotations
@@ -283,8 +287,15 @@ def run_drain(kind: str, ns: str, broker: psutil.Process, a: argparse.Namespace)
     return Result("drain", kind, f, text)
 
 
+def _setting(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip().isidentifier():
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    return key.strip(), value.strip()
+
+
 def run_case(case: str, kind: str, a: argparse.Namespace) -> Result:
-    with brokers(kind, "ASYNC_FLUSH") as (ns, broker):
+    with brokers(kind, "ASYNC_FLUSH", "".join(f"{k}: {v}\n" for k, v in a.mq_config)) as (ns, broker):
         if a.topic != BUILTIN_TOPIC:
             create_topic(ns, a.topic, a.queues)
         time.sleep(1)
@@ -333,6 +344,8 @@ def main() -> None:
     ap.add_argument("--queues", type=int, default=8)
     ap.add_argument("--backlog", type=int, default=1_000_000)
     ap.add_argument("--burn-pin", action="store_true", help="pin the busy loop of the load case to the last CPU")
+    ap.add_argument("--mq-config", action="append", default=[], type=_setting, metavar="KEY=VALUE",
+                    help="a setting of mq's broker config (its YAML name), e.g. warmAheadBytes=0; repeatable")
     ap.add_argument("--bench-classpath", default=os.environ.get("MQ_JAVA_BENCH_CLASSPATH", ""))
     a = ap.parse_args()
     cases = [c for c in a.cases.split(",") if c]
@@ -350,8 +363,8 @@ def main() -> None:
         raise SystemExit("set MQ_JAVA_BROKER_CLASSPATH (rocketmq-broker + rocketmq-namesrv 4.9.x)")
     print(f"cases {', '.join(cases)}; {a.rounds} rounds of {' then '.join(LABEL[k] for k in kinds)}; "
           f"{a.threads} Producer threads, {a.size} B, topic {a.topic} "
-          f"({1024 if a.topic == BUILTIN_TOPIC else a.queues} queues), ASYNC_FLUSH; {os.cpu_count()} CPUs",
-          flush=True)
+          f"({1024 if a.topic == BUILTIN_TOPIC else a.queues} queues), ASYNC_FLUSH; {os.cpu_count()} CPUs"
+          + "".join(f"; mq's {k}: {v}" for k, v in a.mq_config), flush=True)
     table: list[tuple[int, Result, str, str]] = []
     for rnd in range(1, a.rounds + 1):
         print(f"round {rnd}: load average {load_avg()}", flush=True)

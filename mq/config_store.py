@@ -108,8 +108,9 @@ class StoreConfig:
     warm_maped_file_enable: bool = False
     #: Bring the commit log's pages into the page cache this many bytes ahead of the writer, in a background
     #: thread, so puts take no allocating page faults (``mq.store.warm``: MADV_POPULATE_READ where Linux has it,
-    #: else zero-fill). -1 lets the flush mode choose: 16 MiB under ASYNC_FLUSH where the kernel can populate, off
-    #: under SYNC_FLUSH (the thread would take the second core from the group commit); 0 is off.
+    #: else zero-fill). -1 chooses: 16 MiB under ASYNC_FLUSH where the kernel can populate and the broker may use
+    #: at least 3 CPUs; off with fewer (the thread would take the clients' CPU, not an idle core's) and under
+    #: SYNC_FLUSH (it would take the second core from the group commit); 0 is off.
     warm_ahead_bytes: int = -1
     #: The commit log's mapped pages the broker keeps in its address space behind the writer, bytes. Five times
     #: a second older pages (and earlier segments, and consume-queue segments no longer written) are released from

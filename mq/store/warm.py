@@ -6,8 +6,13 @@ zeroes a page-cache page: 0.1-2.7 µs of the putting thread's system time per 1 
 the high end when the VM makes fresh pages expensive (``benchmarks/store_append.py`` prints it).
 ``WarmAheadService`` moves that work to its own thread, ``ahead`` bytes in front of the writer, one chunk at a
 time, with the GIL released. RocketMQ's ``warmMapedFileEnable`` does the same job once per segment; here it
-runs continuously. By default (``default_ahead``) it runs under ASYNC_FLUSH where the kernel can populate, and
-not under SYNC_FLUSH, where the group commit needs the second core.
+runs continuously. By default (``default_ahead``) it runs under ASYNC_FLUSH where the kernel can populate and
+the process may use at least ``MIN_CPUS`` CPUs: the thread does the same kernel work the writer would (about
+3.5 µs of system time per 1 KiB message on this machine) and only pays where a core is idle to take it. On
+2 CPUs shared with clients it took the clients' core: under RocketMQ's benchmark Producer the broker sent
+9-15 % more without it, and as much beside a CPU burner (``benchmarks/vs_rocketmq.py --mq-config
+warmAheadBytes=0``, docs/performance.md). It never runs by default under SYNC_FLUSH, where the group commit
+needs the second core.
 
 Two ways, chosen at start:
 
@@ -53,6 +58,9 @@ log = logging.getLogger(__name__)
 
 CHUNK = 1 << 20
 DEFAULT_AHEAD = 16 << 20
+#: the fewest CPUs this process may use for ``default_ahead`` to warm: the event loop's, the warming thread's
+#: and one for everything else on the machine
+MIN_CPUS = 3
 #: <linux/mman.h>; Python's mmap module names neither
 MADV_POPULATE_READ = 22
 
@@ -106,11 +114,25 @@ def can_populate() -> bool:
     return make_populate() is not None
 
 
-def default_ahead(sync_flush: bool) -> int:
-    """What ``warmAheadBytes = -1`` means: ``DEFAULT_AHEAD`` under ASYNC_FLUSH where pages can be populated,
-    else off. Under SYNC_FLUSH the thread would compete with the group commit for a core, and zero-fill (the
-    fallback) dirties pages that are then written back twice."""
-    return DEFAULT_AHEAD if not sync_flush and can_populate() else 0
+def usable_cpus() -> int:
+    """CPUs this process may run on (its affinity mask, where the platform has one)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # pragma: no cover - no affinity on this platform
+        return os.cpu_count() or 1
+
+
+def default_ahead(sync_flush: bool, cpus: int | None = None) -> int:
+    """What ``warmAheadBytes = -1`` means: ``DEFAULT_AHEAD`` under ASYNC_FLUSH where pages can be populated and
+    at least ``MIN_CPUS`` CPUs are usable (``cpus``, default ``usable_cpus()``), else off. With fewer the thread
+    takes CPU from the clients and the writer rather than from an idle core; under SYNC_FLUSH it would compete
+    with the group commit for a core, and zero-fill (the fallback) dirties pages that are then written back
+    twice."""
+    if sync_flush:
+        return 0
+    if (usable_cpus() if cpus is None else cpus) < MIN_CPUS:
+        return 0
+    return DEFAULT_AHEAD if can_populate() else 0
 
 
 class WarmAheadService:

@@ -4,6 +4,7 @@ writer waits for a chunk being zeroed, and a failing chunk only stops the warmin
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 
@@ -127,18 +128,24 @@ def test_warm_ahead_off_and_whole_segment(make_store, tmp_path):
 needs_populate = pytest.mark.skipif(W.make_populate() is None, reason="no MADV_POPULATE_READ (Linux < 5.14)")
 
 
-def test_default_warms_under_async_flush_only(make_store, tmp_path):
-    """warmAheadBytes = -1 (the default): 16 MiB ahead under ASYNC_FLUSH where the kernel can populate, never
-    the zero-fill fallback, and off under SYNC_FLUSH; an explicit size applies in either mode."""
+def test_default_warms_under_async_flush_with_cpus_to_spare(make_store, tmp_path):
+    """warmAheadBytes = -1 (the default): 16 MiB ahead under ASYNC_FLUSH where the kernel can populate and at
+    least MIN_CPUS CPUs are usable, never the zero-fill fallback; off with fewer CPUs and under SYNC_FLUSH; an
+    explicit size applies in either mode."""
+    populate = W.DEFAULT_AHEAD if W.can_populate() else 0
+    assert W.default_ahead(sync_flush=False, cpus=W.MIN_CPUS) == populate
+    assert W.default_ahead(sync_flush=False, cpus=64) == populate
+    assert W.default_ahead(sync_flush=False, cpus=W.MIN_CPUS - 1) == 0
+    assert W.default_ahead(sync_flush=True, cpus=64) == 0
+    assert 1 <= W.usable_cpus() <= (os.cpu_count() or 1)
     async_store = make_store(root=tmp_path / "a", flush_disk_type="ASYNC_FLUSH")
     sync_store = make_store(root=tmp_path / "s", flush_disk_type="SYNC_FLUSH")
     assert sync_store.warm is None
-    if W.can_populate():
+    if W.default_ahead(sync_flush=False):
         assert async_store.warm is not None and async_store.warm.ahead == W.DEFAULT_AHEAD
         assert async_store.warm.mode == "populate"
     else:
         assert async_store.warm is None
-    assert W.default_ahead(sync_flush=True) == 0
     explicit = make_store(root=tmp_path / "e", flush_disk_type="SYNC_FLUSH", warm_ahead_bytes=1 << 20)
     assert explicit.warm is not None and explicit.warm.ahead == 1 << 20
 
