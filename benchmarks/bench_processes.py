@@ -115,15 +115,15 @@ class RssSampler:
 _SEGS_OUT = re.compile(r"\bdata_segs_out:(\d+)")
 
 
-def data_segments_out(pid: int) -> int:
+def data_segments_out(pid: int) -> int | None:
     """TCP segments with data that process ``pid`` has sent over its established connections (``ss -tinp``):
-    the Consumer writes each PULL as it is issued, so this counts its requests (and its few heartbeats); 0 when
-    ``ss`` is missing."""
+    the Consumer writes each PULL as it is issued, so this counts its requests (and its few heartbeats); None
+    when ``ss`` cannot be run."""
     try:
         out = subprocess.run(["ss", "-tinpH", "state", "established"], capture_output=True, text=True,
-                             timeout=10).stdout
+                             timeout=10, check=True).stdout
     except (OSError, subprocess.SubprocessError):
-        return 0
+        return None
     total, mine = 0, False
     for line in out.splitlines():
         if not line[:1].isspace():  # a socket's line; its counters follow on the next, indented
