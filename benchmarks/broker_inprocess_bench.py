@@ -11,7 +11,8 @@ machine where wall-clock rates do not.
     python benchmarks/broker_inprocess_bench.py [--n 40000] [--flush ASYNC_FLUSH|SYNC_FLUSH|both] [--no-index]
 
 Cases: single sends fed 1 and 16 frames per read (how many a read delivers under pipelining), batches of 32
-fed 4 per read, a backlog drain with PULLs of 32, and held pulls woken by sends: a push consumer's pattern
+fed 4 per read, a backlog drain with PULLs of 32, a push consumer's PULLs answered at once with 1, 2 or 8
+messages each (the fixed cost of a pull against its cost per message), and held pulls woken by sends: a push consumer's pattern
 (registered by HEART_BEAT, one PULL with SUSPEND and COMMIT_OFFSET held per queue of 8) while reads of 8 sends,
 one per queue, wake them; every answer is followed by the next PULL from its ``nextBeginOffset``, so each
 message costs a send, a held pull's wake-up and answer, and a new pull that is held again. Sends also print the event-loop thread's own CPU
@@ -169,13 +170,10 @@ def _pull_frame(topic: str, queue_id: int, offset: int, opaque: int) -> bytes:
     return encode(cmd)
 
 
-async def _held_pulls(ctrl, topic: str, reads: int, queues: int = 8) -> tuple[float, float, int, int]:
-    """``reads`` reads of ``queues`` sends (one per queue), each waking the held pulls; returns (process CPU s,
-    loop-thread CPU s, messages pulled, pulls made). Both CPU figures leave out the client's side, which runs on
-    the same thread: building the PULL frames, decoding and reading their answers."""
-    ctrl.topic_config.put(TopicConfig(topic_name=topic, read_queue_nums=queues, write_queue_nums=queues))
+async def _push_consumer(ctrl, topic: str, decode: bool):
+    """A server connection whose client registered group BenchCG (push, clustering, ``*``) by HEART_BEAT."""
     cons = ctrl.server.make_connection()
-    ctr = CountingTransport(decode=True)
+    ctr = CountingTransport(decode=decode)
     cons.connection_made(ctr)
     hb = HeartbeatData(client_id="bench@1", consumer_data_set=[ConsumerData(
         group_name="BenchCG", consume_type=ConsumeType.CONSUME_PASSIVELY, message_model=MessageModel.CLUSTERING,
@@ -183,8 +181,45 @@ async def _held_pulls(ctrl, topic: str, reads: int, queues: int = 8) -> tuple[fl
         subscription_data_set=[SubscriptionData(topic=topic, sub_string="*")])])
     cons.data_received(encode(RemotingCommand.request(RequestCode.HEART_BEAT, {}, hb.to_json())))
     await _until(ctr, 1)
-    if ctr.last[-1].code != 0:
-        raise SystemExit(f"HEART_BEAT refused: {ctr.last[-1].remark}")
+    answer = ctr.last[-1] if decode else None
+    if answer is not None and answer.code != 0:
+        raise SystemExit(f"HEART_BEAT refused: {answer.remark}")
+    return cons, ctr
+
+
+async def _pulls_at_once(ctrl, topic: str, pulls: int, per_pull: int) -> tuple[float, int]:
+    """``pulls`` push-consumer PULLs (SUSPEND, COMMIT_OFFSET), one a read, each finding ``per_pull`` stored
+    messages and answered at once (``max_msg_nums`` = ``per_pull``); returns the event-loop thread's CPU s and
+    the messages the store handed out for them. The frames are built before the clock starts."""
+    ctrl.topic_config.put(TopicConfig(topic_name=topic, read_queue_nums=1, write_queue_nums=1))
+    await _sends(ctrl, send_frame(topic, 0), -(-pulls * per_pull // 16) * 16, 16)  # whole reads of 16
+    cons, ctr = await _push_consumer(ctrl, topic, decode=False)
+    await asyncio.sleep(0.05)  # the broker also tells the new consumer its group changed (a request)
+    frames = []
+    for i in range(pulls):
+        off = i * per_pull
+        h = H.PullMessageRequestHeader(consumer_group="BenchCG", topic=topic, queue_id=0, queue_offset=off,
+                                       max_msg_nums=per_pull, sys_flag=1 | 2, commit_offset=off,
+                                       suspend_timeout_millis=15_000, sub_version=0)
+        cmd = RemotingCommand.request(RequestCode.PULL_MESSAGE, h.to_ext())
+        cmd.opaque = 10 + i
+        frames.append(encode(cmd))
+    stats = ctrl.store.stats
+    before = stats.get_transferred
+    m0 = time.thread_time()
+    for f in frames:
+        cons.data_received(f)
+    m1 = time.thread_time()
+    cons.connection_lost(None)
+    return m1 - m0, stats.get_transferred - before
+
+
+async def _held_pulls(ctrl, topic: str, reads: int, queues: int = 8) -> tuple[float, float, int, int]:
+    """``reads`` reads of ``queues`` sends (one per queue), each waking the held pulls; returns (process CPU s,
+    loop-thread CPU s, messages pulled, pulls made). Both CPU figures leave out the client's side, which runs on
+    the same thread: building the PULL frames, decoding and reading their answers."""
+    ctrl.topic_config.put(TopicConfig(topic_name=topic, read_queue_nums=queues, write_queue_nums=queues))
+    cons, ctr = await _push_consumer(ctrl, topic, decode=True)
     prod = ctrl.server.make_connection()
     prod.connection_made(CountingTransport())
     batch = b"".join(send_frame(topic, q) for q in range(queues))
@@ -275,6 +310,13 @@ async def run_case(flush: str, n: int, root: str, index: bool = True) -> None:
                 cpu, wall, got = await _drain(ctrl, "DrainT", 0, total)
             print(f"{flush:11s} drain, PULL of 32: CPU {cpu / max(got, 1) * 1e6:6.2f} us/msg   "
                   f"{got / wall:9,.0f} msg/s ({got} messages)   {w.short()}", flush=True)
+            for k in (1, 2, 8):
+                pulls = max(1, n // 4 // k)
+                with CpuWindow() as w:
+                    main, got = await _pulls_at_once(ctrl, f"AtOnceT{k}", pulls, k)
+                print(f"{flush:11s} PULL answered at once with {k} message{'s' if k > 1 else ' '}, one a read: loop "
+                      f"thread {main / pulls * 1e6:6.2f} us per pull, {main / (pulls * k) * 1e6:6.2f} per message "
+                      f"({got:,} of {pulls * k:,} pulled)   {w.short()}", flush=True)
             reads = max(1, n // 8)
             with CpuWindow() as w:
                 cpu, main, got, made = await _held_pulls(ctrl, "HeldT", reads)
