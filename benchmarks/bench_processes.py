@@ -1,5 +1,6 @@
 """The processes a side-by-side benchmark watches: RocketMQ's benchmark tools, each in its own JVM with its
-output collected, and a process's CPU time, peak RSS and TCP segments sent (``vs_rocketmq.py``)."""
+output collected, and a process's CPU time (all of it, and its busiest thread's), peak RSS and TCP segments sent
+(``vs_rocketmq.py``)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,24 @@ import psutil
 def cpu_s(p: psutil.Process) -> float:
     t = p.cpu_times()
     return t.user + t.system
+
+
+def thread_times(p: psutil.Process) -> dict[int, tuple[float, float]]:
+    """User and system CPU seconds of each of ``p``'s threads, by thread id."""
+    return {t.id: (t.user_time, t.system_time) for t in p.threads()}
+
+
+def busiest_thread(before: dict[int, tuple[float, float]], after: dict[int, tuple[float, float]]
+                   ) -> tuple[float, float]:
+    """(user, system) CPU seconds between two ``thread_times`` of the thread that used the most; a thread
+    started in between counts from zero."""
+    best = (0.0, 0.0)
+    for tid, (u1, s1) in after.items():
+        u0, s0 = before.get(tid, (0.0, 0.0))
+        d = (u1 - u0, s1 - s0)
+        if d[0] + d[1] > best[0] + best[1]:
+            best = d
+    return best
 
 
 class JavaTool:

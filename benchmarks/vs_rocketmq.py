@@ -54,7 +54,7 @@ from pathlib import Path
 import psutil
 
 from bench_daemons import BROKER_KINDS, brokers
-from bench_processes import JavaTool, RssSampler, cpu_s, data_segments_out
+from bench_processes import JavaTool, RssSampler, busiest_thread, cpu_s, data_segments_out, thread_times
 from machine import CpuWindow
 
 sys.path.append(str(Path(__file__).resolve().parents[1]))  # an installed or PYTHONPATH mq wins
@@ -147,6 +147,15 @@ def _send_figures(lines: list[tuple[float, str]], t_from: float) -> tuple[list[t
     return windows, failed, resp_failed
 
 
+def _busiest(th0: dict, th1: dict, msgs: int, seconds: float) -> str:
+    """The broker's busiest thread over a window: the share of a core it used and its CPU per message. For mq's
+    broker that is the event loop, which does all of a request's Python work."""
+    user, system = busiest_thread(th0, th1)
+    per = 1e6 / max(1, msgs)
+    return (f"busiest thread {(user + system) / seconds:.2f} cores, {user * per:.1f} user + {system * per:.1f} "
+            f"system us/msg")
+
+
 def run_send(kind: str, ns: str, broker: psutil.Process, a: argparse.Namespace, case: str) -> Result:
     counters = Counters(ns)
     burner = None
@@ -159,11 +168,11 @@ def run_send(kind: str, ns: str, broker: psutil.Process, a: argparse.Namespace, 
         start = time.monotonic()
         time.sleep(a.warmup)
         c0, p0, t0 = cpu_s(broker), counters.read()[0], time.monotonic()
-        pc0 = prod.cpu()
+        pc0, th0 = prod.cpu(), thread_times(broker)
         with RssSampler(broker) as rss:
             time.sleep(a.seconds)
         c1, p1, t1 = cpu_s(broker), counters.read()[0], time.monotonic()
-        pc1 = prod.cpu()
+        pc1, th1 = prod.cpu(), thread_times(broker)
         # the Producer prints every 10 s: wait for the line that covers the end of the window
         time.sleep(max(0.0, 10.5 - ((t1 - start) % 10)))
         windows, failed, resp_failed = _send_figures(prod.drain_lines(), start + a.warmup + 9.5)
@@ -181,7 +190,8 @@ def run_send(kind: str, ns: str, broker: psutil.Process, a: argparse.Namespace, 
          "client_cpu_us": (pc1 - pc0) / max(1, sent) * 1e6, "rss": rss.peak, "rss_own": rss.peak_own}
     text = (f"Producer {tps:,.0f} sends/s (broker counted {f['broker_tps']:,.0f}/s), average RT {rt:.3f} ms, "
             f"{len(windows)} x 10 s windows, send failed {failed}, response failed {resp_failed}; broker CPU "
-            f"{f['cpu_us']:.1f} us/msg ({f['cores']:.2f} cores), Producer CPU {f['client_cpu_us']:.1f} us/msg")
+            f"{f['cpu_us']:.1f} us/msg ({f['cores']:.2f} cores; {_busiest(th0, th1, sent, t1 - t0)}), "
+            f"Producer CPU {f['client_cpu_us']:.1f} us/msg")
     if burner is not None:
         text += f"; a busy loop {'pinned to CPU ' + str(max(os.sched_getaffinity(0))) if a.burn_pin else 'unpinned'}"
     return Result(case, kind, f, text)
@@ -198,12 +208,12 @@ def run_e2e(kind: str, ns: str, broker: psutil.Process, a: argparse.Namespace) -
         start = time.monotonic()
         time.sleep(a.warmup)
         c0, (p0, g0), t0 = cpu_s(broker), counters.read(), time.monotonic()
-        q0, s0 = cons.cpu(), data_segments_out(cons.proc.pid)
+        q0, s0, th0 = cons.cpu(), data_segments_out(cons.proc.pid), thread_times(broker)
         with RssSampler(broker) as rss:
             time.sleep(a.seconds)
         rtt0 = counters.rtt
         c1, (p1, g1), t1 = cpu_s(broker), counters.read(), time.monotonic()
-        q1, s1 = cons.cpu(), data_segments_out(cons.proc.pid)
+        q1, s1, th1 = cons.cpu(), data_segments_out(cons.proc.pid), thread_times(broker)
         rtt1 = counters.rtt
         time.sleep(max(0.0, 10.5 - ((t1 - start) % 10)))
         t_from = start + a.warmup + 9.5
@@ -237,7 +247,7 @@ def run_e2e(kind: str, ns: str, broker: psutil.Process, a: argparse.Namespace) -
             f"put/s {got / (t1 - t0):,.0f} got/s (counter reads {rtt0 * 1000:.0f} / {rtt1 * 1000:.0f} ms), backlog "
             f"{lag0:,} -> {lag1:,} messages; broker CPU "
             f"{f['cpu_us']:.1f} us per message in and out "
-            f"({f['cores']:.2f} cores); the Consumer "
+            f"({f['cores']:.2f} cores; {_busiest(th0, th1, got, t1 - t0)}); the Consumer "
             + (f"sent {(s1 - s0) / (t1 - t0):,.0f} requests/s ({f['per_pull']:.2f} messages each)"  # type: ignore[operator]
                if f["per_pull"] else "requests not counted (`ss` could not run)")
             + f" and used {f['consumer_cpu_us']:.1f} us of CPU per message")
