@@ -12,11 +12,11 @@ machine where wall-clock rates do not.
 
 Cases: single sends fed 1 and 16 frames per read (how many a read delivers under pipelining), batches of 32
 fed 4 per read, a backlog drain with PULLs of 32, a push consumer's PULLs answered at once with 1, 2 or 8
-messages each (the fixed cost of a pull against its cost per message), and held pulls woken by sends: a push consumer's pattern
-(registered by HEART_BEAT, one PULL with SUSPEND and COMMIT_OFFSET held per queue of 8) while reads of 8 sends,
-one per queue, wake them; every answer is followed by the next PULL from its ``nextBeginOffset``, so each
-message costs a send, a held pull's wake-up and answer, and a new pull that is held again. Sends also print the event-loop thread's own CPU
-(``time.thread_time``): the rest of the process figure is the store's threads, mostly the index builder
+messages each (the fixed cost of a pull against its cost per message), and held pulls woken by sends: a push
+consumer's pattern (registered by HEART_BEAT, one PULL with SUSPEND and COMMIT_OFFSET held per queue of 8) while
+reads of 8 sends, one per queue, wake them; every answer is followed by the next PULL from its
+``nextBeginOffset``, so each message costs a send, a held pull's wake-up and answer, and a new pull that is held
+again. Sends also print the event-loop thread's own CPU (``time.thread_time``): the rest of the process figure is the store's threads, mostly the index builder
 (``--no-index`` turns the key index off to show its share).
 """
 
@@ -160,10 +160,10 @@ async def _drain(ctrl, topic: str, queue_id: int, total: int) -> tuple[float, fl
     return c1 - c0, t1 - t0, got
 
 
-def _pull_frame(topic: str, queue_id: int, offset: int, opaque: int) -> bytes:
+def _pull_frame(topic: str, queue_id: int, offset: int, opaque: int, max_msgs: int = 32) -> bytes:
     """A push consumer's PULL: SUSPEND and COMMIT_OFFSET, the subscription from its heartbeat, 15 s hold."""
     h = H.PullMessageRequestHeader(consumer_group="BenchCG", topic=topic, queue_id=queue_id, queue_offset=offset,
-                                   max_msg_nums=32, sys_flag=1 | 2, commit_offset=offset,
+                                   max_msg_nums=max_msgs, sys_flag=1 | 2, commit_offset=offset,
                                    suspend_timeout_millis=15_000, sub_version=0)
     cmd = RemotingCommand.request(RequestCode.PULL_MESSAGE, h.to_ext())
     cmd.opaque = opaque
@@ -195,15 +195,7 @@ async def _pulls_at_once(ctrl, topic: str, pulls: int, per_pull: int) -> tuple[f
     await _sends(ctrl, send_frame(topic, 0), -(-pulls * per_pull // 16) * 16, 16)  # whole reads of 16
     cons, ctr = await _push_consumer(ctrl, topic, decode=False)
     await asyncio.sleep(0.05)  # the broker also tells the new consumer its group changed (a request)
-    frames = []
-    for i in range(pulls):
-        off = i * per_pull
-        h = H.PullMessageRequestHeader(consumer_group="BenchCG", topic=topic, queue_id=0, queue_offset=off,
-                                       max_msg_nums=per_pull, sys_flag=1 | 2, commit_offset=off,
-                                       suspend_timeout_millis=15_000, sub_version=0)
-        cmd = RemotingCommand.request(RequestCode.PULL_MESSAGE, h.to_ext())
-        cmd.opaque = 10 + i
-        frames.append(encode(cmd))
+    frames = [_pull_frame(topic, 0, i * per_pull, 10 + i, per_pull) for i in range(pulls)]
     stats = ctrl.store.stats
     before = stats.get_transferred
     m0 = time.thread_time()

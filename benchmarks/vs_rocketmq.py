@@ -236,11 +236,12 @@ def run_e2e(kind: str, ns: str, broker: psutil.Process, a: argparse.Namespace) -
     # messages stored but not yet pulled, by the broker's own counters: a backlog that shrinks over the window
     # means the Consumer's windows include catching up on what it fell behind by in the warm-up
     lag0, lag1 = p0 - g0, p1 - g1
+    segs = None if s0 is None or s1 is None else s1 - s0  # the Consumer's requests; None: `ss` could not run
     f = {"consume_tps": ctps, "got_tps": got / (t1 - t0), "b2c": b2c, "b2c_max": b2c_max, "send_tps": stps,
          "failed": failed, "backlog": (lag0, lag1),
          "cpu_us": (c1 - c0) / max(1, got) * 1e6, "cores": (c1 - c0) / (t1 - t0), "rss": rss.peak,
          "rss_own": rss.peak_own, "consumer_cpu_us": (q1 - q0) / max(1, got) * 1e6,
-         "per_pull": 0.0 if s0 is None or s1 is None else got / max(1, s1 - s0)}  # 0: not counted
+         "per_pull": 0.0 if segs is None else got / max(1, segs)}
     text = (f"Consumer {ctps:,.0f} msgs/s, born-to-consume average {b2c:.2f} ms (max {b2c_max} ms), Producer "
             f"{stps:,.0f} sends/s, {len(consumed)} x 10 s windows (Consumer {' / '.join(f'{c[0]:,}' for c in consumed)}, "
             f"Producer {' / '.join(f'{w[0]:,}' for w in windows)}); broker counted {(p1 - p0) / (t1 - t0):,.0f} "
@@ -248,8 +249,8 @@ def run_e2e(kind: str, ns: str, broker: psutil.Process, a: argparse.Namespace) -
             f"{lag0:,} -> {lag1:,} messages; broker CPU "
             f"{f['cpu_us']:.1f} us per message in and out "
             f"({f['cores']:.2f} cores; {_busiest(th0, th1, got, t1 - t0)}); the Consumer "
-            + (f"sent {(s1 - s0) / (t1 - t0):,.0f} requests/s ({f['per_pull']:.2f} messages each)"  # type: ignore[operator]
-               if f["per_pull"] else "requests not counted (`ss` could not run)")
+            + (f"sent {segs / (t1 - t0):,.0f} requests/s ({f['per_pull']:.2f} messages each)"
+               if segs is not None else "requests not counted (`ss` could not run)")
             + f" and used {f['consumer_cpu_us']:.1f} us of CPU per message")
     return Result("e2e", kind, f, text)
 
