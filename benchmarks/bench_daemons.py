@@ -53,24 +53,31 @@ def daemons(*, broker: bool = True, broker_yaml: str = "", broker_port: int = 0
     try:
         wait_port(ns_port)
         if broker:
-            br_port = broker_port or free_port()
-            argv = [sys.executable, "-m", "mq.cli.main", "broker", "start", "--namesrv", f"127.0.0.1:{ns_port}",
-                    "--port", str(br_port), "--store", os.path.join(home, "store"), "--log-level", "WARNING"]
-            if "grpcServerPort" not in broker_yaml:  # off unless asked for: another broker may hold 8081
-                argv += ["--grpc-port", "-1"]
-            if broker_yaml:
-                conf = os.path.join(home, "broker.yaml")
-                with open(conf, "w") as f:
-                    f.write(broker_yaml)
-                argv += ["--config", conf]
-            procs.append(subprocess.Popen(argv, env=env, stderr=subprocess.DEVNULL))
-            wait_port(br_port)
+            procs.append(spawn_broker(env, f"127.0.0.1:{ns_port}", "store", broker_port or free_port(), broker_yaml))
         yield f"127.0.0.1:{ns_port}", env
     finally:
         for p in reversed(procs):
             p.terminate()
             p.wait(timeout=30)
         shutil.rmtree(home, ignore_errors=True)  # a broker's store reserves its 1 GiB segments up front
+
+
+def spawn_broker(env: dict[str, str], namesrv: str, name: str, port: int, broker_yaml: str = "") -> subprocess.Popen:
+    """`mq broker start` on ``port`` with its store (and config file, when ``broker_yaml`` is given) under
+    ``$MQ_HOME/<name>``; returns once the port is open."""
+    root = os.path.join(env["MQ_HOME"], name)
+    argv = [sys.executable, "-m", "mq.cli.main", "broker", "start", "--namesrv", namesrv, "--port", str(port),
+            "--store", root, "--log-level", "WARNING"]
+    if "grpcServerPort" not in broker_yaml:  # off unless asked for: another broker may hold 8081
+        argv += ["--grpc-port", "-1"]
+    if broker_yaml:
+        conf = f"{root}.yaml"
+        with open(conf, "w") as f:
+            f.write(broker_yaml)
+        argv += ["--config", conf]
+    proc = subprocess.Popen(argv, env=env, stderr=subprocess.DEVNULL)
+    wait_port(port)
+    return proc
 
 
 def _broker_process(match: list[str]) -> psutil.Process:
@@ -108,3 +115,48 @@ def brokers(kind: str, flush: str = "ASYNC_FLUSH", mq_settings: str = "") -> Ite
                                                     str(cluster.root / "broker.properties")])
         finally:
             cluster.stop()
+
+
+@contextmanager
+def replicated_brokers(kind: str, flush: str = "ASYNC_FLUSH") -> Iterator[tuple[str, psutil.Process, psutil.Process]]:
+    """A name server, a master (ASYNC_MASTER) and its slave (brokerId 1) of one broker name, ours or RocketMQ's,
+    both with ``slaveReadEnable``: what lets consumers read from the slave (a master suggests the slave for a
+    group whose ``brokerId`` is 1). Yields (name server address, master process, slave process)."""
+    if kind == "mq":
+        ha_port = free_port()
+        common = f"flushDiskType: {flush}\nbrokerName: broker-a\nslaveReadEnable: true\n"
+        with daemons(broker_yaml=f"{common}brokerRole: ASYNC_MASTER\nhaListenPort: {ha_port}\n") as (ns, env):
+            slave = spawn_broker(env, ns, "slave", free_port(), f"{common}brokerId: 1\nbrokerRole: SLAVE\n"
+                                 f"haMasterAddress: 127.0.0.1:{ha_port}\n")
+            try:
+                yield ns, _broker_process(["broker", os.path.join(env["MQ_HOME"], "store")]), psutil.Process(slave.pid)
+            finally:
+                slave.terminate()
+                slave.wait(timeout=30)
+        return
+    if kind != "rocketmq":
+        raise ValueError(f"unknown broker kind {kind!r}")
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from tests.interop.java_broker import JavaBrokerUnavailable, JavaCluster
+
+    with tempfile.TemporaryDirectory(prefix="mq-rocketmq-bench-") as root:
+        master = JavaCluster(Path(root) / "master", heap="2g", flushDiskType=flush, brokerRole="ASYNC_MASTER",
+                             slaveReadEnable="true")
+        slave = None
+        try:
+            master.start()
+            slave = JavaCluster(Path(root) / "slave", heap="2g", namesrv=master.namesrv, flushDiskType=flush,
+                                brokerId=1, brokerRole="SLAVE", slaveReadEnable="true")
+            slave.start()
+        except JavaBrokerUnavailable as exc:
+            for c in (slave, master):
+                if c is not None:
+                    c.stop()
+            raise SystemExit(f"cannot run RocketMQ's brokers: {exc}") from None
+        try:
+            procs = [_broker_process(["org.apache.rocketmq.broker.BrokerStartup", str(c.root / "broker.properties")])
+                     for c in (master, slave)]
+            yield master.namesrv, procs[0], procs[1]
+        finally:
+            slave.stop()
+            master.stop()

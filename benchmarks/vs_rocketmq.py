@@ -33,7 +33,13 @@ pre-touched 8 GiB would only add RSS.
     source /work/java/env.sh   # or set MQ_JAVA_BENCH_CLASSPATH and MQ_JAVA_BROKER_CLASSPATH
     python benchmarks/vs_rocketmq.py [--rounds 3] [--cases send,e2e,drain,load] [--seconds 40] [--warmup 20]
         [--threads 16] [--size 1024] [--queues 8] [--backlog 1000000] [--burn-pin] [--brokers mq,rocketmq]
-        [--mq-config KEY=VALUE ...]
+        [--mq-config KEY=VALUE ...] [--slave-read]
+
+``--slave-read`` runs ``e2e`` against a master and its slave instead of one broker (``bench_daemons.
+replicated_brokers``: ASYNC_MASTER and SLAVE of one broker name, both with ``slaveReadEnable``), with the Consumer's
+group created beforehand on both with ``brokerId`` 1, so every pull answer suggests the slave and the Consumer
+pulls from the slave process: RocketMQ's own way to take the consumers' reads off the master. Broker CPU is then the
+two processes' together, and messages counted out are the two brokers' counts added.
 
 ``--mq-config`` changes a setting of ``mq``'s broker only (its YAML name and value), to compare settings in
 alternating runs, e.g. ``--brokers mq --mq-config warmAheadBytes=0`` against the same run without it.
@@ -53,13 +59,14 @@ from pathlib import Path
 
 import psutil
 
-from bench_daemons import BROKER_KINDS, brokers
+from bench_daemons import BROKER_KINDS, brokers, replicated_brokers
 from bench_processes import JavaTool, RssSampler, busiest_thread, cpu_s, data_segments_out, thread_times
 from machine import CpuWindow
 
 sys.path.append(str(Path(__file__).resolve().parents[1]))  # an installed or PYTHONPATH mq wins
 
 from mq.client.admin import MQAdmin  # noqa: E402
+from mq.protocol.admin_bodies import SubscriptionGroupConfig  # noqa: E402
 from mq.protocol.bodies import TopicConfig  # noqa: E402
 
 #: the tools' default topic: both brokers create it at start with 1,024 queues
@@ -69,6 +76,8 @@ _SEND = re.compile(r"Send TPS: *(\d+) .*Average RT\(ms\): *([\d.]+) .*Send Faile
 _CONSUME = re.compile(r"TPS: *(\d+) FAIL: *(\d+) AVG\(B2C\) RT\(ms\): *([\d.]+) AVG\(S2C\) RT\(ms\): *([\d.]+) "
                       r"MAX\(B2C\) RT\(ms\): *(\d+)")
 LABEL = {"mq": "mq", "rocketmq": "RocketMQ"}
+#: the benchmark Consumer's group (its default, without the random suffix)
+CONSUMER_GROUP = "benchmark_consumer"
 
 
 def load_avg() -> str:
@@ -100,6 +109,37 @@ async def _admin_call(namesrv: str, fn):
         return await fn(admin, await _broker_addr(admin))
 
 
+def prefer_slave(namesrv: str, slave: str, timeout: float = 60.0) -> None:
+    """Create the Consumer's group with ``brokerId`` 1 on the master and wait until ``slave`` has copied it (a
+    slave takes its groups from the master every ``slaveSyncInterval``, 10 s): with ``slaveReadEnable`` every
+    pull answer then suggests the slave."""
+    async def go(admin: MQAdmin, addr: str) -> None:
+        await admin.create_and_update_subscription_group_config(
+            addr, SubscriptionGroupConfig(group_name=CONSUMER_GROUP, broker_id=1))
+        deadline = time.monotonic() + timeout
+        while True:
+            groups = (await admin.get_all_subscription_group(slave)).subscription_group_table
+            if getattr(groups.get(CONSUMER_GROUP), "broker_id", 0) == 1:
+                return
+            if time.monotonic() > deadline:
+                raise SystemExit(f"the slave has not copied group {CONSUMER_GROUP} from the master")
+            await asyncio.sleep(0.5)
+    asyncio.run(_admin_call(namesrv, go))
+
+
+async def _slave_addr(admin: MQAdmin, timeout: float = 60.0) -> str:
+    """The address of brokerId 1 of the one broker name, once it has registered."""
+    deadline = time.monotonic() + timeout
+    while True:
+        info = await admin.cluster_info()
+        addrs = [bd.broker_addrs.get(1) for bd in info.broker_addr_table.values()]
+        if addrs and addrs[0]:
+            return addrs[0]
+        if time.monotonic() > deadline:
+            raise SystemExit("the slave did not register with the name server")
+        await asyncio.sleep(0.2)
+
+
 def create_topic(namesrv: str, topic: str, queues: int) -> None:
     async def go(admin: MQAdmin, addr: str) -> None:
         await admin.create_and_update_topic_config(addr, TopicConfig(topic_name=topic, read_queue_nums=queues,
@@ -111,10 +151,10 @@ class Counters:
     """The broker's message counters (GET_BROKER_RUNTIME_INFO: msgPutTotalTodayNow, msgGetTotalTodayNow),
     on one admin connection kept open on a loop in this thread."""
 
-    def __init__(self, namesrv: str) -> None:
+    def __init__(self, namesrv: str, slave: bool = False) -> None:
         self.loop = asyncio.new_event_loop()
         self.admin = MQAdmin([namesrv])
-        self.addr = self.loop.run_until_complete(_broker_addr(self.admin))
+        self.addr = self.loop.run_until_complete((_slave_addr if slave else _broker_addr)(self.admin))
 
     def read(self) -> tuple[int, int]:
         t = time.monotonic()
@@ -197,9 +237,13 @@ def run_send(kind: str, ns: str, broker: psutil.Process, a: argparse.Namespace, 
     return Result(case, kind, f, text)
 
 
-def run_e2e(kind: str, ns: str, broker: psutil.Process, a: argparse.Namespace) -> Result:
+def run_e2e(kind: str, ns: str, broker: psutil.Process, a: argparse.Namespace,
+            slave: psutil.Process | None = None) -> Result:
+    """The e2e case; with ``slave`` (``--slave-read``) the Consumer pulls from it, and its CPU and its count of
+    messages out are added to the master's."""
     counters = Counters(ns)
-    cons = JavaTool(a.bench_classpath, "Consumer", ["-n", ns, "-t", a.topic])
+    slave_counters = Counters(ns, slave=True) if slave is not None else None
+    cons = JavaTool(a.bench_classpath, "Consumer", ["-n", ns, "-t", a.topic, "-g", CONSUMER_GROUP])
     prod = None
     try:
         cons.wait_for("Consumer Started", 60)
@@ -207,6 +251,7 @@ def run_e2e(kind: str, ns: str, broker: psutil.Process, a: argparse.Namespace) -
         prod = JavaTool(a.bench_classpath, "Producer", _producer_args(ns, a))
         start = time.monotonic()
         time.sleep(a.warmup)
+        sc0, sg0 = (cpu_s(slave), slave_counters.read()[1]) if slave_counters is not None else (0.0, 0)
         c0, (p0, g0), t0 = cpu_s(broker), counters.read(), time.monotonic()
         q0, s0, th0 = cons.cpu(), data_segments_out(cons.proc.pid), thread_times(broker)
         with RssSampler(broker) as rss:
@@ -214,6 +259,7 @@ def run_e2e(kind: str, ns: str, broker: psutil.Process, a: argparse.Namespace) -
         rtt0 = counters.rtt
         c1, (p1, g1), t1 = cpu_s(broker), counters.read(), time.monotonic()
         q1, s1, th1 = cons.cpu(), data_segments_out(cons.proc.pid), thread_times(broker)
+        sc1, sg1 = (cpu_s(slave), slave_counters.read()[1]) if slave_counters is not None else (0.0, 0)
         rtt1 = counters.rtt
         time.sleep(max(0.0, 10.5 - ((t1 - start) % 10)))
         t_from = start + a.warmup + 9.5
@@ -228,6 +274,13 @@ def run_e2e(kind: str, ns: str, broker: psutil.Process, a: argparse.Namespace) -
             prod.stop()
         cons.stop()
         counters.close()
+        if slave_counters is not None:
+            slave_counters.close()
+    # with a slave serving the pulls, the broker side is both processes; the master's backlog is then its
+    # puts minus what both counted out
+    c1 += sc1 - sc0
+    g0 += sg0
+    g1 += sg1
     ctps = sum(c[0] for c in consumed) / max(1, len(consumed))
     b2c = sum(c[0] * c[1] for c in consumed) / max(1, sum(c[0] for c in consumed))
     b2c_max = max((c[2] for c in consumed), default=0)
@@ -248,7 +301,10 @@ def run_e2e(kind: str, ns: str, broker: psutil.Process, a: argparse.Namespace) -
             f"put/s {got / (t1 - t0):,.0f} got/s (counter reads {rtt0 * 1000:.0f} / {rtt1 * 1000:.0f} ms), backlog "
             f"{lag0:,} -> {lag1:,} messages; broker CPU "
             f"{f['cpu_us']:.1f} us per message in and out "
-            f"({f['cores']:.2f} cores; {_busiest(th0, th1, got, t1 - t0)}); the Consumer "
+            f"({f['cores']:.2f} cores"
+            + (f", the slave {(sc1 - sc0) / (t1 - t0):.2f} of them, its count out {(sg1 - sg0) / (t1 - t0):,.0f}/s"
+               if slave is not None else "")
+            + f"; {'the master: ' if slave is not None else ''}{_busiest(th0, th1, got, t1 - t0)}); the Consumer "
             + (f"sent {segs / (t1 - t0):,.0f} requests/s ({f['per_pull']:.2f} messages each)"
                if segs is not None else "requests not counted (`ss` could not run)")
             + f" and used {f['consumer_cpu_us']:.1f} us of CPU per message")
@@ -308,6 +364,13 @@ def _setting(text: str) -> tuple[str, str]:
 
 
 def run_case(case: str, kind: str, a: argparse.Namespace) -> Result:
+    if a.slave_read:
+        with replicated_brokers(kind, "ASYNC_FLUSH") as (ns, master, slave):
+            if a.topic != BUILTIN_TOPIC:
+                create_topic(ns, a.topic, a.queues)
+            prefer_slave(ns, asyncio.run(_admin_call(ns, lambda admin, _addr: _slave_addr(admin))))
+            time.sleep(1)
+            return run_e2e(kind, ns, master, a, slave)
     with brokers(kind, "ASYNC_FLUSH", "".join(f"{k}: {v}\n" for k, v in a.mq_config)) as (ns, broker):
         if a.topic != BUILTIN_TOPIC:
             create_topic(ns, a.topic, a.queues)
@@ -359,6 +422,8 @@ def main() -> None:
     ap.add_argument("--burn-pin", action="store_true", help="pin the busy loop of the load case to the last CPU")
     ap.add_argument("--mq-config", action="append", default=[], type=_setting, metavar="KEY=VALUE",
                     help="a setting of mq's broker config (its YAML name), e.g. warmAheadBytes=0; repeatable")
+    ap.add_argument("--slave-read", action="store_true",
+                    help="e2e only: each broker as a master and a slave, the Consumer pulling from the slave")
     ap.add_argument("--bench-classpath", default=os.environ.get("MQ_JAVA_BENCH_CLASSPATH", ""))
     a = ap.parse_args()
     cases = [c for c in a.cases.split(",") if c]
@@ -366,6 +431,10 @@ def main() -> None:
     for c in cases:
         if c not in CASES:
             raise SystemExit(f"unknown case {c!r} (known: {', '.join(CASES)})")
+    if a.slave_read and cases != ["e2e"]:
+        raise SystemExit("--slave-read runs the e2e case only: add --cases e2e")
+    if a.slave_read and a.mq_config:
+        raise SystemExit("--slave-read starts its brokers with their replication settings only")
     for k in kinds:
         if k not in BROKER_KINDS:
             raise SystemExit(f"unknown broker {k!r} (known: {', '.join(BROKER_KINDS)})")
@@ -377,7 +446,9 @@ def main() -> None:
     print(f"cases {', '.join(cases)}; {a.rounds} rounds of {' then '.join(LABEL[k] for k in kinds)}; "
           f"{a.threads} Producer threads, {a.size} B, topic {a.topic} "
           f"({1024 if a.topic == BUILTIN_TOPIC else a.queues} queues), ASYNC_FLUSH; {os.cpu_count()} CPUs"
-          + "".join(f"; mq's {k}: {v}" for k, v in a.mq_config), flush=True)
+          + "".join(f"; mq's {k}: {v}" for k, v in a.mq_config)
+          + ("; each broker a master and a slave, the Consumer pulling from the slave" if a.slave_read else ""),
+          flush=True)
     table: list[tuple[int, Result, str, str]] = []
     for rnd in range(1, a.rounds + 1):
         print(f"round {rnd}: load average {load_avg()}", flush=True)
