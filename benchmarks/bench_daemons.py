@@ -64,7 +64,7 @@ def daemons(*, broker: bool = True, broker_yaml: str = "", broker_port: int = 0
 
 def spawn_broker(env: dict[str, str], namesrv: str, name: str, port: int, broker_yaml: str = "") -> subprocess.Popen:
     """`mq broker start` on ``port`` with its store (and config file, when ``broker_yaml`` is given) under
-    ``$MQ_HOME/<name>``; returns once the port is open."""
+    ``$MQ_HOME/<name>``; returns once the port is open (and kills it when the port does not open)."""
     root = os.path.join(env["MQ_HOME"], name)
     argv = [sys.executable, "-m", "mq.cli.main", "broker", "start", "--namesrv", namesrv, "--port", str(port),
             "--store", root, "--log-level", "WARNING"]
@@ -76,7 +76,12 @@ def spawn_broker(env: dict[str, str], namesrv: str, name: str, port: int, broker
             f.write(broker_yaml)
         argv += ["--config", conf]
     proc = subprocess.Popen(argv, env=env, stderr=subprocess.DEVNULL)
-    wait_port(port)
+    try:
+        wait_port(port)
+    except BaseException:  # it never opened its port: stop it rather than leave it running
+        proc.kill()
+        proc.wait()
+        raise
     return proc
 
 
