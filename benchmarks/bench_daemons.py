@@ -110,12 +110,11 @@ def brokers(kind: str, flush: str = "ASYNC_FLUSH", mq_settings: str = "") -> Ite
 
     with tempfile.TemporaryDirectory(prefix="mq-rocketmq-bench-") as root:
         cluster = JavaCluster(Path(root), heap="2g", flushDiskType=flush)
-        try:
-            cluster.start()
-        except JavaBrokerUnavailable as exc:
-            cluster.stop()
-            raise SystemExit(f"cannot run RocketMQ's broker: {exc}") from None
-        try:
+        try:  # a failed start (missing classpath, a JVM that exited) stops what did start
+            try:
+                cluster.start()
+            except JavaBrokerUnavailable as exc:
+                raise SystemExit(f"cannot run RocketMQ's broker: {exc}") from None
             yield cluster.namesrv, _broker_process(["org.apache.rocketmq.broker.BrokerStartup",
                                                     str(cluster.root / "broker.properties")])
         finally:
@@ -147,18 +146,14 @@ def replicated_brokers(kind: str, flush: str = "ASYNC_FLUSH") -> Iterator[tuple[
     with tempfile.TemporaryDirectory(prefix="mq-rocketmq-bench-") as root:
         master = JavaCluster(Path(root) / "master", heap="2g", flushDiskType=flush, brokerRole="ASYNC_MASTER",
                              slaveReadEnable="true")
-        slave = None
-        try:
-            master.start()
-            slave = JavaCluster(Path(root) / "slave", heap="2g", namesrv=master.namesrv, flushDiskType=flush,
-                                brokerId=1, brokerRole="SLAVE", slaveReadEnable="true")
-            slave.start()
-        except JavaBrokerUnavailable as exc:
-            for c in (slave, master):
-                if c is not None:
-                    c.stop()
-            raise SystemExit(f"cannot run RocketMQ's brokers: {exc}") from None
-        try:
+        slave = JavaCluster(Path(root) / "slave", heap="2g", namesrv=master.namesrv, flushDiskType=flush,
+                            brokerId=1, brokerRole="SLAVE", slaveReadEnable="true")
+        try:  # a failed start stops what did start
+            try:
+                master.start()
+                slave.start()
+            except JavaBrokerUnavailable as exc:
+                raise SystemExit(f"cannot run RocketMQ's brokers: {exc}") from None
             procs = [_broker_process(["org.apache.rocketmq.broker.BrokerStartup", str(c.root / "broker.properties")])
                      for c in (master, slave)]
             yield master.namesrv, procs[0], procs[1]

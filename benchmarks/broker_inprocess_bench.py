@@ -16,8 +16,8 @@ messages each (the fixed cost of a pull against its cost per message), and held 
 consumer's pattern (registered by HEART_BEAT, one PULL with SUSPEND and COMMIT_OFFSET held per queue of 8) while
 reads of 8 sends, one per queue, wake them; every answer is followed by the next PULL from its
 ``nextBeginOffset``, so each message costs a send, a held pull's wake-up and answer, and a new pull that is held
-again. Sends also print the event-loop thread's own CPU (``time.thread_time``): the rest of the process figure is the store's threads, mostly the index builder
-(``--no-index`` turns the key index off to show its share).
+again. Sends also print the event-loop thread's own CPU (``time.thread_time``): the rest of the process figure
+is the store's threads, mostly the index builder (``--no-index`` turns the key index off to show its share).
 """
 
 from __future__ import annotations

@@ -92,15 +92,17 @@ class Result:
     text: str = ""
 
 
-async def _broker_addr(admin: MQAdmin, timeout: float = 60.0) -> str:
-    """The one master broker's address, once it has registered with the name server."""
+async def _broker_addr(admin: MQAdmin, broker_id: int = 0, timeout: float = 60.0) -> str:
+    """The address of the one broker with ``broker_id`` (0: the master, 1: its slave), once it has registered
+    with the name server."""
     deadline = time.monotonic() + timeout
     while True:
-        addrs = list((await admin.master_addrs()).values())
+        info = await admin.cluster_info()
+        addrs = [bd.broker_addrs[broker_id] for bd in info.broker_addr_table.values() if broker_id in bd.broker_addrs]
         if len(addrs) == 1:
             return addrs[0]
         if len(addrs) > 1 or time.monotonic() > deadline:
-            raise SystemExit(f"expected one master broker, the name server knows {addrs}")
+            raise SystemExit(f"expected one broker with brokerId {broker_id}, the name server knows {addrs}")
         await asyncio.sleep(0.2)
 
 
@@ -109,13 +111,14 @@ async def _admin_call(namesrv: str, fn):
         return await fn(admin, await _broker_addr(admin))
 
 
-def prefer_slave(namesrv: str, slave: str, timeout: float = 60.0) -> None:
-    """Create the Consumer's group with ``brokerId`` 1 on the master and wait until ``slave`` has copied it (a
+def prefer_slave(namesrv: str, timeout: float = 60.0) -> None:
+    """Create the Consumer's group with ``brokerId`` 1 on the master and wait until the slave has copied it (a
     slave takes its groups from the master every ``slaveSyncInterval``, 10 s): with ``slaveReadEnable`` every
     pull answer then suggests the slave."""
     async def go(admin: MQAdmin, addr: str) -> None:
         await admin.create_and_update_subscription_group_config(
             addr, SubscriptionGroupConfig(group_name=CONSUMER_GROUP, broker_id=1))
+        slave = await _broker_addr(admin, 1)
         deadline = time.monotonic() + timeout
         while True:
             groups = (await admin.get_all_subscription_group(slave)).subscription_group_table
@@ -125,19 +128,6 @@ def prefer_slave(namesrv: str, slave: str, timeout: float = 60.0) -> None:
                 raise SystemExit(f"the slave has not copied group {CONSUMER_GROUP} from the master")
             await asyncio.sleep(0.5)
     asyncio.run(_admin_call(namesrv, go))
-
-
-async def _slave_addr(admin: MQAdmin, timeout: float = 60.0) -> str:
-    """The address of brokerId 1 of the one broker name, once it has registered."""
-    deadline = time.monotonic() + timeout
-    while True:
-        info = await admin.cluster_info()
-        addrs = [bd.broker_addrs.get(1) for bd in info.broker_addr_table.values()]
-        if addrs and addrs[0]:
-            return addrs[0]
-        if time.monotonic() > deadline:
-            raise SystemExit("the slave did not register with the name server")
-        await asyncio.sleep(0.2)
 
 
 def create_topic(namesrv: str, topic: str, queues: int) -> None:
@@ -151,10 +141,10 @@ class Counters:
     """The broker's message counters (GET_BROKER_RUNTIME_INFO: msgPutTotalTodayNow, msgGetTotalTodayNow),
     on one admin connection kept open on a loop in this thread."""
 
-    def __init__(self, namesrv: str, slave: bool = False) -> None:
+    def __init__(self, namesrv: str, broker_id: int = 0) -> None:
         self.loop = asyncio.new_event_loop()
         self.admin = MQAdmin([namesrv])
-        self.addr = self.loop.run_until_complete((_slave_addr if slave else _broker_addr)(self.admin))
+        self.addr = self.loop.run_until_complete(_broker_addr(self.admin, broker_id))
 
     def read(self) -> tuple[int, int]:
         t = time.monotonic()
@@ -242,7 +232,7 @@ def run_e2e(kind: str, ns: str, broker: psutil.Process, a: argparse.Namespace,
     """The e2e case; with ``slave`` (``--slave-read``) the Consumer pulls from it, and its CPU and its count of
     messages out are added to the master's."""
     counters = Counters(ns)
-    slave_counters = Counters(ns, slave=True) if slave is not None else None
+    slave_counters = Counters(ns, broker_id=1) if slave is not None else None
     cons = JavaTool(a.bench_classpath, "Consumer", ["-n", ns, "-t", a.topic, "-g", CONSUMER_GROUP])
     prod = None
     try:
@@ -368,7 +358,7 @@ def run_case(case: str, kind: str, a: argparse.Namespace) -> Result:
         with replicated_brokers(kind, "ASYNC_FLUSH") as (ns, master, slave):
             if a.topic != BUILTIN_TOPIC:
                 create_topic(ns, a.topic, a.queues)
-            prefer_slave(ns, asyncio.run(_admin_call(ns, lambda admin, _addr: _slave_addr(admin))))
+            prefer_slave(ns)
             time.sleep(1)
             return run_e2e(kind, ns, master, a, slave)
     with brokers(kind, "ASYNC_FLUSH", "".join(f"{k}: {v}\n" for k, v in a.mq_config)) as (ns, broker):
