@@ -9,6 +9,7 @@ whole process (``time.process_time``: every thread) per message, which stays com
 machine where wall-clock rates do not.
 
     python benchmarks/broker_inprocess_bench.py [--n 40000] [--flush ASYNC_FLUSH|SYNC_FLUSH|both] [--no-index]
+        [--no-freeze]
 
 Cases: single sends fed 1 and 16 frames per read (how many a read delivers under pipelining), batches of 32
 fed 4 per read, a backlog drain with PULLs of 32, a push consumer's PULLs answered at once with 1, 2 or 8
@@ -18,12 +19,16 @@ reads of 8 sends, one per queue, wake them; every answer is followed by the next
 ``nextBeginOffset``, so each message costs a send, a held pull's wake-up and answer, and a new pull that is held
 again. Sends also print the event-loop thread's own CPU (``time.thread_time``): the rest of the process figure
 is the store's threads, mostly the index builder (``--no-index`` turns the key index off to show its share).
+
+The broker's start-up heap is frozen as the daemons freeze it (``freeze_started_heap``; ``--no-freeze`` leaves it
+to the collector). The send cases print the collector's full (generation 2) collections and their time.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import os
 import shutil
 import struct
@@ -47,6 +52,34 @@ from mq.protocol.codes import RequestCode  # noqa: E402
 from mq.protocol.command import RemotingCommand  # noqa: E402
 
 _LEN = struct.Struct(">i")
+
+
+class FullCollections:
+    """Counts the collector's full (generation 2) collections and their wall time while open."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.seconds = 0.0
+        self._t0 = 0.0
+
+    def _callback(self, phase: str, info: dict) -> None:
+        if info["generation"] != 2:
+            return
+        if phase == "start":
+            self._t0 = time.perf_counter()
+        else:
+            self.count += 1
+            self.seconds += time.perf_counter() - self._t0
+
+    def __enter__(self) -> "FullCollections":
+        gc.callbacks.append(self._callback)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        gc.callbacks.remove(self._callback)
+
+    def short(self) -> str:
+        return f"full GC {self.count} ({self.seconds * 1e3:.1f} ms)"
 
 
 class CountingTransport:
@@ -272,22 +305,26 @@ async def _held_pulls(ctrl, topic: str, reads: int, queues: int = 8) -> tuple[fl
     return c1 - c0 - client_s, m1 - m0 - client_s, got, made
 
 
-async def run_case(flush: str, n: int, root: str, index: bool = True) -> None:
+async def run_case(flush: str, n: int, root: str, index: bool = True, freeze: bool = True) -> None:
     from mq.daemon.broker.controller import BrokerController
+    from mq.remoting.gc_pause import freeze_started_heap
 
     bcfg = BrokerConfig(host="127.0.0.1", listen_port=0, namesrv_addr="")
     scfg = StoreConfig(store_path_root_dir=root, flush_disk_type=flush, mapped_file_size_commit_log=1 << 30,
                        message_index_enable=index)
     ctrl = BrokerController(bcfg, store_config=scfg)
     await ctrl.start()
+    if freeze:
+        freeze_started_heap()
     try:
         frame = send_frame("BenchT", 0)
         await _sends(ctrl, frame, 64, 1)  # auto-create the topic, warm up
         for per_read in (1, 16):
-            with CpuWindow() as w:
+            with CpuWindow() as w, FullCollections() as full:
                 cpu, wall, main = await _sends(ctrl, frame, n, per_read)
             print(f"{flush:11s} send, {per_read:2d} frames per read: CPU {cpu / n * 1e6:6.2f} us/msg   "
-                  f"{n / wall:9,.0f} msg/s   (loop thread {main / n * 1e6:6.2f} us/msg)   {w.short()}", flush=True)
+                  f"{n / wall:9,.0f} msg/s   (loop thread {main / n * 1e6:6.2f} us/msg)   {full.short()}   "
+                  f"{w.short()}", flush=True)
         bframe = send_frame("BenchT", 1, batch=32)
         frames = max(4, n // 32 // 4 * 4)
         with CpuWindow() as w:
@@ -326,6 +363,7 @@ def main() -> None:
     ap.add_argument("--flush", default="both", choices=["ASYNC_FLUSH", "SYNC_FLUSH", "both"])
     ap.add_argument("--dir", default=tempfile.gettempdir())
     ap.add_argument("--no-index", action="store_true", help="messageIndexEnable=false")
+    ap.add_argument("--no-freeze", action="store_true", help="leave the start-up heap to the collector")
     a = ap.parse_args()
     try:
         import uvloop
@@ -334,11 +372,12 @@ def main() -> None:
     except ImportError:
         pass
     print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
-          f"{'   (key index off)' if a.no_index else ''}", flush=True)
+          f"{'   (key index off)' if a.no_index else ''}{'   (start-up heap not frozen)' if a.no_freeze else ''}",
+          flush=True)
     for flush in (("ASYNC_FLUSH", "SYNC_FLUSH") if a.flush == "both" else (a.flush,)):
         root = tempfile.mkdtemp(dir=a.dir, prefix="mq-inproc-")
         try:
-            asyncio.run(run_case(flush, a.n, root, index=not a.no_index))
+            asyncio.run(run_case(flush, a.n, root, index=not a.no_index, freeze=not a.no_freeze))
         finally:
             shutil.rmtree(root, ignore_errors=True)
 

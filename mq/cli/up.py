@@ -63,6 +63,7 @@ def up(host: str, namesrv_port: int, broker_port: int, grpc_port: int, store: Pa
                       f"store {scfg.store_path_root_dir}")
             if ctrl.metrics is not None and server.metrics is not None:
                 banner += f"; metrics {ctrl.metrics.url} (broker), {server.metrics.url} (name server)"
+            runtime.freeze_started_heap()
             click.echo(banner + " (Ctrl-C to stop)", err=True)
             await stop.wait()
         finally:

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Awaitable, Callable
 
 from mq.errors import MQError
+from mq.remoting.gc_pause import freeze_started_heap
 
 log = logging.getLogger(__name__)
 
@@ -270,6 +271,7 @@ def serve_in_foreground(make_daemon: Callable[[], Any], *, pid_file: Path,
     async def main(stop: asyncio.Event) -> None:
         daemon = make_daemon()
         await daemon.start()
+        freeze_started_heap()
         write_pid_file(pid_file)
         try:
             print(banner(daemon), file=sys.stderr, flush=True)

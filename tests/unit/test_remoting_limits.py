@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import struct
+import weakref
 
 import pytest
 
@@ -15,7 +16,7 @@ from mq.errors import ConfigError, ConnectionBusyError
 from mq.protocol.codec import encode
 from mq.protocol.command import RemotingCommand
 from mq.remoting import DEFER, RemotingServer
-from mq.remoting.gc_pause import GcPause
+from mq.remoting.gc_pause import GcPause, freeze_started_heap
 from mq.remoting.testing import ConnectionPair
 
 
@@ -205,6 +206,27 @@ def test_gc_pause_holds_off_full_collections_and_restores_the_thresholds(monkeyp
             pass
     assert collected == [()]
     assert gc.get_threshold() == before
+
+
+def test_freezing_the_started_heap_collects_its_garbage_and_keeps_the_rest_out_of_later_collections():
+    class Node:
+        pass
+
+    garbage = Node()
+    garbage.self = garbage  # a cycle only the collector can free
+    gone = weakref.ref(garbage)
+    del garbage
+    kept = [Node()]
+    try:
+        frozen = freeze_started_heap()
+        assert gone() is None  # collected first, not frozen
+        assert frozen == gc.get_freeze_count() > 0
+        assert not any(o is kept for o in gc.get_objects())  # in the permanent generation: never walked again
+        later = [Node()]
+        assert any(o is later for o in gc.get_objects())
+    finally:
+        gc.unfreeze()
+    assert any(o is kept for o in gc.get_objects())
 
 
 def test_limits_are_yaml_keys_of_both_daemons_and_are_checked():
