@@ -10,18 +10,16 @@ unit needs (topic, queue, offsets, size, tags code), so dispatch is driven by th
   fdatasync covering them returned, so a reader never sees a message that a crash could still lose
   (RocketMQ #8239).
 
-Index entries (keys, UNIQ_KEY) cost several microseconds each in Python, so they are built by a background
-``IndexDispatcher`` thread, in log order, right behind the consume queues (RocketMQ also builds the index
-asynchronously). ``reput`` re-parses the log; recovery and start-up use it to rebuild what is missing.
+Index entries (keys, UNIQ_KEY) are built in batches by ``IndexDispatcher`` (``mq.store.index_dispatcher``), in
+log order, right behind the consume queues (RocketMQ also builds the index asynchronously). ``reput`` re-parses
+the log; recovery and start-up use it to rebuild what is missing.
 """
 
 from __future__ import annotations
 
-import collections
 import logging
 import threading
-import time
-from typing import Callable, Protocol
+from typing import Callable
 
 from mq.common import sysflag as SF
 from mq.common.log_throttle import DEFAULT_INTERVAL, LogThrottle
@@ -29,16 +27,11 @@ from mq.errors import InvalidTopicError
 from mq.store.commit_log import CommitLog, DispatchRequest
 from mq.store.log_scan import check_record, find_resync
 from mq.store.consume_queue import PUT_UNITS, ConsumeQueueTable
+from mq.store.index_dispatcher import IndexDispatcher
 
 log = logging.getLogger(__name__)
 
 OnDispatch = Callable[[str, int, int, int], None]
-_ROLLBACK = SF.TRANSACTION_ROLLBACK_TYPE
-
-
-class IndexLike(Protocol):  # mq.store.index_service.IndexService
-    def build_index(self, topic: str, keys: str | None, uniq_key: str | None, phy_offset: int,
-                    store_timestamp: int) -> None: ...
 
 
 class Dispatcher:
@@ -208,147 +201,3 @@ class Dispatcher:
             break
         self.dispatch(pending)
         return offset
-
-
-class IndexDispatcher:
-    """Builds index entries in a background thread, in log order, from dispatched requests.
-
-    ``submit`` only appends to a deque; the thread is woken (one Condition round trip) only when it sleeps,
-    so under load it takes everything queued since its last pass and indexes it as one batch (one lock,
-    one header write per batch: ``IndexService.build_batch``). After a wake-up it lingers ``LINGER_S``
-    before its pass unless ``LINGER_BATCHES`` submissions are already queued: at a few thousand puts a
-    second (one RPC per message, as gRPC sends come) a 1 ms linger still meant a wake-up, with its GIL
-    hand-over, every two or three puts; 5 ms cut the broker's CPU per gRPC send by about a tenth, and a key
-    becomes searchable at most that much later."""
-
-    LINGER_S = 0.005
-    LINGER_BATCHES = 64
-    #: how often entries held back by a failed index-file creation are retried
-    RETRY_S = 1.0
-
-    def __init__(self, index: IndexLike) -> None:
-        self.index = index
-        #: submissions waiting for the thread, in log order
-        self.queue: collections.deque[list[DispatchRequest]] = collections.deque()
-        self._cond = threading.Condition()
-        self._stopped = False
-        self._thread: threading.Thread | None = None
-        #: True while no thread takes submissions on its own: it is (about to be) waiting for work, or none
-        #: runs. A submitter that sees it calls ``wake``, which clears it, so one sleep costs one wake-up.
-        self.sleeping = True
-        #: store time / end offset of the last record whose keys are indexed
-        self.last_timestamp = 0
-        self.indexed_offset = 0
-        self._idle = threading.Event()
-        self._idle.set()
-
-    def submit(self, requests: list[DispatchRequest]) -> None:
-        """Queue ``requests`` for indexing (``Dispatcher.dispatch`` does the same two steps inline)."""
-        self.queue.append(requests)
-        if self.sleeping:
-            self.wake()
-
-    def wake(self) -> None:
-        """After a submission that found ``sleeping`` set: wake the thread or, when none runs (not started,
-        as in recovery, or stopped), index what is queued in this thread. The thread sets ``sleeping`` before
-        it last checks the queue, so either it sees the submission or the submitter sees the flag and wakes it
-        (the notify waits for it to release the condition in wait())."""
-        if self._thread is None:
-            self._drain()
-            return
-        with self._cond:
-            if not self.sleeping:  # another submission woke it already, and it has not taken the GIL yet
-                return
-            # Cleared here, not by the woken thread: until that thread gets the GIL back (up to the switch
-            # interval while the loop is busy) every submission would otherwise find the flag set and wake again.
-            self.sleeping = False
-            self._idle.clear()
-            self._cond.notify()
-
-    def _drain(self) -> None:
-        q = self.queue
-        while q:
-            self._build(q.popleft())
-
-    def _build(self, requests: list[DispatchRequest]) -> None:
-        batch = getattr(self.index, "build_batch", None)
-        if batch is not None:
-            try:
-                batch(requests)
-            except OSError:
-                pass  # the index keeps the entries it could not write (``pending``); _run retries them
-            except Exception:
-                log.exception("index build failed between offsets %d and %d", requests[0].phy_offset,
-                              requests[-1].phy_offset)
-        else:
-            build = self.index.build_index
-            for r in requests:
-                if (r.keys or r.uniq_key) and r.tran_type != _ROLLBACK:
-                    try:
-                        build(r.topic, r.keys, r.uniq_key, r.phy_offset, r.store_timestamp)
-                    except Exception:
-                        log.exception("index build failed at offset %d", r.phy_offset)
-        last = requests[-1]
-        self.last_timestamp = last.store_timestamp
-        self.indexed_offset = last.phy_offset + last.size
-
-    def start(self) -> None:
-        self._stopped = False
-        self.sleeping = True  # until the thread runs, submit must wake it (and clear _idle)
-        self._thread = threading.Thread(target=self._run, name="mq-store-index", daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        q = self.queue
-        while True:
-            woken = False
-            with self._cond:
-                self.sleeping = True
-                if not q and not self._stopped:
-                    woken = True
-                while not q and not self._stopped:
-                    if getattr(self.index, "pending", 0):
-                        self._cond.wait(self.RETRY_S)  # entries wait for an index file: retry them
-                        if not q and not self._stopped:
-                            self._retry()
-                        continue
-                    self._idle.set()
-                    self._cond.wait()
-                if not q and self._stopped:
-                    self._idle.set()
-                    return
-                self.sleeping = False
-                woken = woken and not self._stopped
-            if woken and len(q) < self.LINGER_BATCHES:
-                # Woken for a few puts: let more arrive before taking the GIL for a pass, so a steady stream
-                # costs one wake-up per LINGER_S rather than one per put.
-                time.sleep(self.LINGER_S)
-            work: list[DispatchRequest] = []
-            while q:
-                work += q.popleft()
-            if work:
-                self._build(work)
-
-    def _retry(self) -> None:
-        try:
-            self.index.retry_pending()  # type: ignore[attr-defined]
-        except OSError:
-            pass  # still no room; logged by the index
-        except Exception:
-            log.exception("retrying held-back index entries failed")
-
-    def wait_idle(self, timeout: float | None = None) -> bool:
-        return self._idle.wait(timeout)
-
-    @property
-    def backlog(self) -> int:
-        return sum(len(r) for r in list(self.queue))
-
-    def stop(self) -> None:
-        with self._cond:
-            self._stopped = True
-            self._cond.notify()
-        if self._thread is not None:
-            self._thread.join()
-            self._thread = None
-        self._drain()  # anything submitted while the thread was stopping

@@ -34,7 +34,8 @@ from mq.store.checkpoint import StoreCheckpoint
 from mq.store.cleaner import Cleaner, DiskRatio, disk_used_ratio
 from mq.store.commit_log import CommitLog
 from mq.store.consume_queue import ConsumeQueueTable
-from mq.store.dispatcher import Dispatcher, IndexDispatcher, OnDispatch
+from mq.store.dispatcher import Dispatcher, OnDispatch
+from mq.store.index_dispatcher import IndexDispatcher, IndexScheduler
 from mq.store.flush import AsyncFlushService, ConsumeQueueFlushService, GroupCommitService
 from mq.store.index_service import IndexService
 from mq.store.reader import MessageFilter, TagFilter, read_queue
@@ -61,7 +62,8 @@ def _total_ram() -> int:
 class MessageStore(PutPath):
     def __init__(self, config: StoreConfig, *, store_host: tuple[str, int] = ("127.0.0.1", 10911),
                  on_dispatch: OnDispatch | None = None, now: Callable[[], float] = time.time,
-                 disk_ratio: DiskRatio = disk_used_ratio, fsync: Callable[[int], None] = os.fdatasync) -> None:
+                 disk_ratio: DiskRatio = disk_used_ratio, fsync: Callable[[int], None] = os.fdatasync,
+                 index_scheduler: IndexScheduler | None = None) -> None:
         self.config = config
         self.root = Path(config.store_path_root_dir)
         self.now = now
@@ -78,6 +80,8 @@ class MessageStore(PutPath):
             self.index = IndexService(self.root, max_hash_slot_num=config.max_hash_slot_num,
                                       max_index_num=config.max_index_num)
             self.index_dispatcher = IndexDispatcher(self.index)
+            if index_scheduler is not None:  # the owner runs the index passes (the broker: on its event loop)
+                self.index_dispatcher.drive(index_scheduler)
         self.dispatcher = Dispatcher(self.cq_table, index=self.index_dispatcher, on_dispatch=on_dispatch,
                                      log_interval=config.store_error_log_interval_ms / 1000.0)
         self.checkpoint: StoreCheckpoint | None = None

@@ -241,7 +241,7 @@ class BrokerController:
                 pop_polling.on_dispatch(topic, queue_id, max_offset, tags_code)
 
         store = MessageStore(self.store_config, store_host=(self.config.advertised_host, self.port),
-                             on_dispatch=on_dispatch)
+                             on_dispatch=on_dispatch, index_scheduler=self.poster)
         try:
             store.load()
             store.start()

@@ -47,6 +47,21 @@ class LoopPoster:
                 except RuntimeError:  # loop closed during shutdown
                     pass
 
+    def call_later(self, delay: float, fn: Callable[[], Any]) -> None:
+        """Run ``fn`` on the loop ``delay`` seconds from now, from any thread (the store's ``IndexScheduler``).
+        Nothing runs once the loop is closed."""
+        if threading.get_ident() == self._loop_thread:
+            self._loop.call_later(delay, fn)
+            return
+        try:
+            self._loop.call_soon_threadsafe(self._loop.call_later, delay, fn)
+        except RuntimeError:  # loop closed during shutdown
+            pass
+
+    def on_owner_thread(self) -> bool:
+        """True on the loop's thread."""
+        return threading.get_ident() == self._loop_thread
+
     def _drain(self) -> None:
         self._scheduled = False
         items = self._items

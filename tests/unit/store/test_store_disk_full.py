@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from .conftest import inner
+from .test_index_dispatcher import LoopThread
 
 from mq.common.record import decode_record, decode_records
 from mq.store import mapped_file
@@ -197,8 +198,15 @@ def test_the_store_retries_held_back_dispatch_by_itself(make_store, disk, tmp_pa
     assert _bodies(s, "T", 0) == [b"%d" % i for i in range(65)]
 
 
-def test_no_room_for_an_index_file_keeps_the_entries_until_there_is(make_store, disk, tmp_path):
-    s = make_store(max_hash_slot_num=64, max_index_num=16)  # 15 entries per index file
+@pytest.mark.parametrize("driven", [False, True], ids=["index-thread", "driven-by-a-loop"])
+def test_no_room_for_an_index_file_keeps_the_entries_until_there_is(make_store, disk, tmp_path, driven, request):
+    kw = {}
+    if driven:  # the broker's way: passes and retries run on its event loop
+        owner = LoopThread()
+        request.addfinalizer(owner.close)
+        kw["_store_kw"] = {"index_scheduler": owner.poster}
+    s = make_store(max_hash_slot_num=64, max_index_num=16, **kw)  # 15 entries per index file
+    assert (s.index_dispatcher._thread is None) == driven
     for i in range(10):
         s.put_message(inner(keys=f"k{i} x{i}", body=b"%d" % i))  # 2 keys per message (no UNIQ_KEY)
     s.index_dispatcher.wait_idle(10)
