@@ -49,12 +49,12 @@ class LoopPoster:
 
     def call_later(self, delay: float, fn: Callable[[], Any]) -> None:
         """Run ``fn`` on the loop ``delay`` seconds from now, from any thread (the store's ``IndexScheduler``).
-        Nothing runs once the loop is closed."""
-        if threading.get_ident() == self._loop_thread:
-            self._loop.call_later(delay, fn)
-            return
+        Nothing runs once the loop is closed (the store's shutdown indexes what is left)."""
         try:
-            self._loop.call_soon_threadsafe(self._loop.call_later, delay, fn)
+            if threading.get_ident() == self._loop_thread:
+                self._loop.call_later(delay, fn)
+            else:
+                self._loop.call_soon_threadsafe(self._loop.call_later, delay, fn)
         except RuntimeError:  # loop closed during shutdown
             pass
 

@@ -100,3 +100,16 @@ def test_what_is_queued_when_the_store_shuts_down_is_indexed(make_store, owner, 
     owner.call(s.shutdown)  # before the pass is due
     assert s.index_dispatcher.backlog == 0
     assert s.index_dispatcher.indexed_offset == s.commit_log.max_offset
+
+
+def test_the_loop_scheduler_drops_passes_once_its_loop_is_closed():
+    loop = asyncio.new_event_loop()
+    poster = LoopPoster(loop)  # made on this thread: this is its owner thread
+    ran = []
+    loop.run_until_complete(asyncio.sleep(0))
+    loop.close()
+    poster.call_later(0.0, lambda: ran.append("owner"))
+    other = threading.Thread(target=poster.call_later, args=(0.0, lambda: ran.append("other")))
+    other.start()
+    other.join()
+    assert ran == [] and poster.on_owner_thread()
