@@ -45,7 +45,7 @@ def _topic_and_keys(store: "MessageStore", phy: int) -> tuple[str, list[str]] | 
 def query_message(store: "MessageStore", topic: str, key: str, max_num: int, begin_ms: int,
                   end_ms: int) -> QueryMessageResult:
     """Messages of ``topic`` carrying ``key`` (a KEYS token or the UNIQ_KEY) stored in [begin, end], oldest
-    first, at most ``maxMsgsNumBatch``; waits up to a second for the index thread to catch up."""
+    first, at most ``maxMsgsNumBatch``; waits up to a second for the index passes to catch up."""
     index = store.index
     if index is None or not store.loaded:
         return QueryMessageResult([], [])

@@ -1,7 +1,7 @@
 """QUERY_MESSAGE (12) and VIEW_MESSAGE_BY_ID (33): PROTOCOL.md §4.1.4.
 
 QUERY_MESSAGE runs in the ``query`` worker group and calls the store in a thread (the index lookup may wait
-for the index builder); VIEW_MESSAGE_BY_ID reads one record inline.
+for the index pass, which runs on the event loop); VIEW_MESSAGE_BY_ID reads one record inline.
 """
 
 from __future__ import annotations
