@@ -220,7 +220,7 @@ def test_freezing_the_started_heap_collects_its_garbage_and_keeps_the_rest_out_o
     try:
         frozen = freeze_started_heap()
         assert gone() is None  # collected first, not frozen
-        assert frozen == gc.get_freeze_count() > 0
+        assert frozen > 0 and 0 < gc.get_freeze_count() <= frozen  # frozen objects may still be freed by refcount
         assert not any(o is kept for o in gc.get_objects())  # in the permanent generation: never walked again
         later = [Node()]
         assert any(o is later for o in gc.get_objects())
