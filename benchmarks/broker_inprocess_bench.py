@@ -18,7 +18,8 @@ consumer's pattern (registered by HEART_BEAT, one PULL with SUSPEND and COMMIT_O
 reads of 8 sends, one per queue, wake them; every answer is followed by the next PULL from its
 ``nextBeginOffset``, so each message costs a send, a held pull's wake-up and answer, and a new pull that is held
 again. Sends also print the event-loop thread's own CPU (``time.thread_time``): the rest of the process figure
-is the store's threads, mostly the index builder (``--no-index`` turns the key index off to show its share).
+is the store's threads (the flush threads; the index passes run on the loop, as in the daemon). ``--no-index``
+turns the key index off to show its share.
 
 The broker's start-up heap is frozen as the daemons freeze it (``freeze_started_heap``; ``--no-freeze`` leaves it
 to the collector). The send cases print the collector's full (generation 2) collections and their time.

@@ -106,7 +106,7 @@ class IndexDispatcher:
                     return
                 self.sleeping = False
                 self._idle.clear()
-            self._scheduler.call_later(self.LINGER_S, self._pass)  # type: ignore[union-attr]
+            self._later(self.LINGER_S, self._pass)
             return
         if self._thread is None:
             self._drain()
@@ -125,10 +125,15 @@ class IndexDispatcher:
         while q:
             self._build(q.popleft())
 
-    def _take(self, limit: int) -> list[DispatchRequest]:
+    def _later(self, delay: float, fn: Callable[[], None]) -> None:
+        assert self._scheduler is not None  # driven only
+        self._scheduler.call_later(delay, fn)
+
+    def _take(self, limit: int | None = None) -> list[DispatchRequest]:
+        """Queued requests in log order: whole submissions until ``limit`` records are taken (None: all)."""
         q = self.queue
         work: list[DispatchRequest] = []
-        while q and len(work) < limit:
+        while q and (limit is None or len(work) < limit):
             work += q.popleft()
         return work
 
@@ -144,7 +149,7 @@ class IndexDispatcher:
             if self.queue:
                 if self.sleeping:  # more than one pass holds: the rest in the next callback
                     self.sleeping = False
-                    self._scheduler.call_later(0.0, self._pass)  # type: ignore[union-attr]
+                    self._later(0.0, self._pass)
                 return
         self._settle()
 
@@ -153,7 +158,7 @@ class IndexDispatcher:
         if getattr(self.index, "pending", 0):  # entries wait for an index file: not idle until they are in
             if not self._retry_scheduled:
                 self._retry_scheduled = True
-                self._scheduler.call_later(self.RETRY_S, self._retry_pass)  # type: ignore[union-attr]
+                self._later(self.RETRY_S, self._retry_pass)
             return
         with self._cond:
             if self.sleeping and not self.queue:
@@ -226,7 +231,7 @@ class IndexDispatcher:
                 # Woken for a few puts: let more arrive before taking the GIL for a pass, so a steady stream
                 # costs one wake-up per LINGER_S rather than one per put.
                 time.sleep(self.LINGER_S)
-            work = self._take(2**62)
+            work = self._take()
             if work:
                 self._build(work)
 
@@ -242,7 +247,7 @@ class IndexDispatcher:
         """Wait until what was submitted is indexed. Driven, in the owner's thread (which runs the passes),
         it indexes what is queued at once instead."""
         if self._driven and self._scheduler.on_owner_thread():  # type: ignore[union-attr]
-            work = self._take(2**62)
+            work = self._take()
             if work:
                 self._build(work)
             return True

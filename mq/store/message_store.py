@@ -6,8 +6,8 @@ asyncio broker can ``await asyncio.wrap_future(...)`` (the write half is ``put_p
 Reads return the stored record bytes unchanged.
 
 Threads: group commit + flush watcher (SYNC) or periodic flush (ASYNC), consume-queue flush + checkpoint,
-index builder (none when the owner runs the index passes: ``index_scheduler``), cleaner. Lifecycle: ``MessageStore(config).load()`` (lock, recover) -> ``start()`` ->
-``shutdown()``.
+index builder (none when the owner runs the index passes: ``index_scheduler``), cleaner. Lifecycle:
+``MessageStore(config).load()`` (lock, recover) -> ``start()`` -> ``shutdown()``.
 
 Replication (STORE.md §13): a master hands raw commit-log chunks out with ``read_replica``; a SLAVE store refuses
 every put and is written only by ``append_replica``, which copies the master's bytes to the same offsets and

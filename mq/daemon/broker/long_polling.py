@@ -51,7 +51,7 @@ class LoopPoster:
         """Run ``fn`` on the loop ``delay`` seconds from now, from any thread (the store's ``IndexScheduler``).
         Nothing runs once the loop is closed (the store's shutdown indexes what is left)."""
         try:
-            if threading.get_ident() == self._loop_thread:
+            if self.on_owner_thread():
                 self._loop.call_later(delay, fn)
             else:
                 self._loop.call_soon_threadsafe(self._loop.call_later, delay, fn)

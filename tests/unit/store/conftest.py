@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
+import threading
+
 import pytest
 
 from mq.common.hosts import pack_host
 from mq.common.message import MessageExtBrokerInner
 from mq.common.properties import encode_properties
 from mq.config import StoreConfig
+from mq.daemon.broker.long_polling import LoopPoster
 from mq.store.message_store import MessageStore
 
 
@@ -48,3 +52,31 @@ def make_store(tmp_path):
     yield make
     for s in stores:
         s.shutdown()
+
+
+class LoopThread:
+    """An asyncio loop running in its own thread, and the ``LoopPoster`` made on it (the owner)."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, name="owner-loop", daemon=True)
+        self.thread.start()
+        self.poster = self.call(lambda: LoopPoster(asyncio.get_running_loop()))
+
+    def call(self, fn):
+        """Run ``fn()`` on the loop and return its result."""
+        async def run():
+            return fn()
+        return asyncio.run_coroutine_threadsafe(run(), self.loop).result(10)
+
+    def close(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)
+        self.loop.close()
+
+
+@pytest.fixture
+def owner():
+    lt = LoopThread()
+    yield lt
+    lt.close()

@@ -6,41 +6,11 @@ import asyncio
 import threading
 import time
 
-import pytest
-
 from .conftest import inner
 
 from mq.common.record import decode_record
 from mq.daemon.broker.long_polling import LoopPoster
 from mq.store.index_dispatcher import IndexDispatcher
-
-
-class LoopThread:
-    """An asyncio loop running in its own thread, and the ``LoopPoster`` made on it (the owner)."""
-
-    def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, name="owner-loop", daemon=True)
-        self.thread.start()
-        self.poster = self.call(lambda: LoopPoster(asyncio.get_running_loop()))
-
-    def call(self, fn):
-        """Run ``fn()`` on the loop and return its result."""
-        async def run():
-            return fn()
-        return asyncio.run_coroutine_threadsafe(run(), self.loop).result(10)
-
-    def close(self) -> None:
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(10)
-        self.loop.close()
-
-
-@pytest.fixture
-def owner():
-    lt = LoopThread()
-    yield lt
-    lt.close()
 
 
 def _bodies(found) -> list[bytes]:
@@ -94,7 +64,7 @@ def test_a_backlog_is_indexed_a_bounded_pass_at_a_time(make_store, owner, monkey
     assert all(_bodies(s.query_message("T", f"b{i}", 8)) == [b"%d" % i] for i in range(10))
 
 
-def test_what_is_queued_when_the_store_shuts_down_is_indexed(make_store, owner, tmp_path):
+def test_what_is_queued_when_the_store_shuts_down_is_indexed(make_store, owner):
     s = owner.call(lambda: make_store(_store_kw={"index_scheduler": owner.poster}))
     owner.call(lambda: [s.put_message(inner(keys=f"z{i}")) for i in range(5)])
     owner.call(s.shutdown)  # before the pass is due

@@ -13,8 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from .conftest import inner
-from .test_index_dispatcher import LoopThread
+from .conftest import LoopThread, inner
 
 from mq.common.record import decode_record, decode_records
 from mq.store import mapped_file
