@@ -67,6 +67,15 @@ class CpuWindow:
         """Percent of the machine's CPU time spent running (user, nice, system, irq, softirq)."""
         return self._share(0, 1, 2, 5, 6)
 
+    def split(self) -> str:
+        """``machine 84 % busy (user 41, system 35, softirq 6 %)``: where all the machine's CPUs' time went, in
+        percent of it (system includes hard interrupts)."""
+        busy = self.busy_pct
+        if busy is None:
+            return "machine busy ? (no /proc/stat)"
+        user, system, softirq = self._share(0, 1), self._share(2, 5), self._share(6)
+        return f"machine {busy:.0f} % busy (user {user:.0f}, system {system:.0f}, softirq {softirq:.0f} %)"
+
     def short(self) -> str:
         """``steal 12 %``: for the end of a figure's line."""
         steal = self.steal_pct

@@ -20,8 +20,10 @@ topic (``--topic``, default ``BenchmarkVs``) created with ``--queues`` (8) queue
 
 For each case and broker it prints the official figures, the broker's peak RSS (all of it, and without the
 pages of its mapped store files, which the kernel may drop at any time), the broker's CPU time (user + system,
-all threads) per message handled, and the load average before and after. After each round it prints the ratios
-``mq / RocketMQ`` (for latencies ``RocketMQ / mq``, so above 1 means ``mq`` is ahead on every figure).
+all threads) per message handled, how busy the whole machine was over the measured window (its user, system
+and softirq shares: on two CPUs the clients' kernel time is part of what limits a case), and the load average
+before and after. After each round it prints the ratios ``mq / RocketMQ`` (for latencies ``RocketMQ / mq``, so
+above 1 means ``mq`` is ahead on every figure).
 
 The Java broker runs as ``bench_daemons`` starts it (``tests/interop/java_broker.py``): RocketMQ 4.9.7's
 ``BrokerStartup`` on OpenJDK with ``-Xms2g -Xmx2g`` and RocketMQ's defaults otherwise (G1, the collector its
@@ -199,7 +201,7 @@ def run_send(kind: str, ns: str, broker: psutil.Process, a: argparse.Namespace, 
         time.sleep(a.warmup)
         c0, p0, t0 = cpu_s(broker), counters.read()[0], time.monotonic()
         pc0, th0 = prod.cpu(), thread_times(broker)
-        with RssSampler(broker) as rss:
+        with RssSampler(broker) as rss, CpuWindow() as machine:
             time.sleep(a.seconds)
         c1, p1, t1 = cpu_s(broker), counters.read()[0], time.monotonic()
         pc1, th1 = prod.cpu(), thread_times(broker)
@@ -221,7 +223,7 @@ def run_send(kind: str, ns: str, broker: psutil.Process, a: argparse.Namespace, 
     text = (f"Producer {tps:,.0f} sends/s (broker counted {f['broker_tps']:,.0f}/s), average RT {rt:.3f} ms, "
             f"{len(windows)} x 10 s windows, send failed {failed}, response failed {resp_failed}; broker CPU "
             f"{f['cpu_us']:.1f} us/msg ({f['cores']:.2f} cores; {_busiest(th0, th1, sent, t1 - t0)}), "
-            f"Producer CPU {f['client_cpu_us']:.1f} us/msg")
+            f"Producer CPU {f['client_cpu_us']:.1f} us/msg; {machine.split()}")
     if burner is not None:
         text += f"; a busy loop {'pinned to CPU ' + str(max(os.sched_getaffinity(0))) if a.burn_pin else 'unpinned'}"
     return Result(case, kind, f, text)
@@ -244,7 +246,7 @@ def run_e2e(kind: str, ns: str, broker: psutil.Process, a: argparse.Namespace,
         sc0, sg0 = (cpu_s(slave), slave_counters.read()[1]) if slave_counters is not None else (0.0, 0)
         c0, (p0, g0), t0 = cpu_s(broker), counters.read(), time.monotonic()
         q0, s0, th0 = cons.cpu(), data_segments_out(cons.proc.pid), thread_times(broker)
-        with RssSampler(broker) as rss:
+        with RssSampler(broker) as rss, CpuWindow() as machine:
             time.sleep(a.seconds)
         rtt0 = counters.rtt
         c1, (p1, g1), t1 = cpu_s(broker), counters.read(), time.monotonic()
@@ -297,7 +299,7 @@ def run_e2e(kind: str, ns: str, broker: psutil.Process, a: argparse.Namespace,
             + f"; {'the master: ' if slave is not None else ''}{_busiest(th0, th1, got, t1 - t0)}); the Consumer "
             + (f"sent {segs / (t1 - t0):,.0f} requests/s ({f['per_pull']:.2f} messages each)"
                if segs is not None else "requests not counted (`ss` could not run)")
-            + f" and used {f['consumer_cpu_us']:.1f} us of CPU per message")
+            + f" and used {f['consumer_cpu_us']:.1f} us of CPU per message; {machine.split()}")
     return Result("e2e", kind, f, text)
 
 

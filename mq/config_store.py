@@ -113,10 +113,10 @@ class StoreConfig:
     #: SYNC_FLUSH (it would take the second core from the group commit); 0 is off.
     warm_ahead_bytes: int = -1
     #: The commit log's mapped pages the broker keeps in its address space behind the writer, bytes. Five times
-    #: a second older pages (and earlier segments, and consume-queue segments no longer written) are released from
-    #: the mappings (``mq.store.resident``): they stay in the page cache, a read maps them again with a minor
-    #: fault, and they leave the broker's RSS. -1 keeps every page mapped until its segment is unmapped, as
-    #: RocketMQ's broker does.
+    #: a second (twenty while a consumer drains a backlog) older pages (and earlier segments, and consume-queue
+    #: segments no longer written) are released from the mappings (``mq.store.resident``): they stay in the page
+    #: cache, a read maps them again with a minor fault, and they leave the broker's RSS. -1 keeps every page
+    #: mapped until its segment is unmapped, as RocketMQ's broker does.
     resident_behind_writer_bytes: int = 64 * 1024 * 1024
     #: Accepted from RocketMQ's broker.conf; not used (SYNC_FLUSH always stages records in a write buffer).
     transient_store_pool_enable: bool = False

@@ -47,11 +47,15 @@ class PeriodicService(abc.ABC):
         self._thread.start()
 
     def _run(self) -> None:
-        while not self._stop.wait(self.interval_ms / 1000.0):
+        while not self._stop.wait(self.wait_s()):
             try:
                 self.run_once()
             except Exception:
                 log.exception("%s pass failed", self.name)
+
+    def wait_s(self) -> float:
+        """Seconds from the end of one pass to the next: ``interval_ms``."""
+        return self.interval_ms / 1000.0
 
     @abc.abstractmethod
     def run_once(self) -> None:

@@ -110,6 +110,25 @@ def test_consume_queue_segments_no_longer_written_are_released(make_store):
     assert store.get_message("g", "T", 0, 0, 10).status is GetMessageStatus.FOUND
 
 
+def test_a_pass_that_releases_much_brings_the_next_one_sooner(make_store):
+    store = _store(make_store, resident_behind_writer_bytes=0)
+    _fill(store, 14_000)  # about 14 MiB written through the mapping, all of it mapped
+    trimmer = store.trimmer
+    slow = trimmer.interval_ms / 1000.0
+    assert trimmer.wait_s() == slow
+    trimmer.run_once()  # releases everything: a consumer draining a backlog maps the log this fast
+    assert trimmer.busy and trimmer.wait_s() == slow / R.BUSY_DIVISOR
+    trimmer.run_once()  # nothing mapped since: back to the usual interval
+    assert not trimmer.busy and trimmer.wait_s() == slow
+
+
+def test_resident_bytes_is_this_process_rss():
+    import resource
+    rss = R.resident_bytes()
+    assert rss is not None
+    assert 0 < rss <= resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
 def test_minus_one_keeps_every_page_mapped(make_store):
     store = make_store(resident_behind_writer_bytes=-1)
     assert store.trimmer is None
