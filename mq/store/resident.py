@@ -11,8 +11,8 @@ pages later than plain page cache.
 
 - the commit log's pages further than ``keep_bytes`` behind the writer's position in its last segment, and
   the whole of the ``RECENT`` segments before it (where a backlog drains);
-- every ``cq_every``-th pass (10 s): every older segment, and every consume-queue segment but the last of its
-  queue.
+- every ``cq_every``-th pass (10 s at the usual interval): every older segment, and every consume-queue segment
+  but the last of its queue.
 
 On a shared file mapping the advice only unmaps: the page stays in the page cache, a dirty page stays dirty
 and is written back as before, and the next read of it maps it again with a minor fault (the kernel maps the
