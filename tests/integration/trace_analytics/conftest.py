@@ -45,15 +45,24 @@ def feed(run, broker, cfg, truth) -> Any:  # type: ignore[no-untyped-def]
     return stats
 
 
+@pytest.fixture(scope="session")
+def cli_home(tmp_path_factory):  # type: ignore[no-untyped-def]
+    """The CLI's private MQ_HOME for the whole session. ``mq trace analyze`` keeps the Spark driver's class-data
+    archive under ``$MQ_HOME/cache/spark`` and replaces any other archive there with its own: run with the
+    user's ~/.mq, a test interpreter with its own pyspark (CI's virtualenv) would throw away the user's."""
+    return tmp_path_factory.mktemp("mq-cli-home")
+
+
 @pytest.fixture
-def mq_cli(run, namesrv):  # type: ignore[no-untyped-def]
-    """mq_cli(*args, env=None, timeout=240) -> (returncode, stdout, stderr), run while the loop serves."""
+def mq_cli(run, namesrv, cli_home):  # type: ignore[no-untyped-def]
+    """mq_cli(*args, env=None, timeout=240) -> (returncode, stdout, stderr), run while the loop serves, with
+    ``cli_home`` as its MQ_HOME."""
 
     def call(*args: str, env: dict[str, str] | None = None, timeout: float = 240.0) -> tuple[int, str, str]:
         async def go() -> tuple[int, str, str]:
             proc = await asyncio.create_subprocess_exec(
                 MQ, "-n", namesrv.address, *args, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-                env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", **(env or {})})
+                env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "MQ_HOME": str(cli_home), **(env or {})})
             try:
                 out, err = await asyncio.wait_for(proc.communicate(), timeout)
             except asyncio.TimeoutError:
