@@ -13,8 +13,8 @@ stream of heavy requests cannot put full collections off for ever, one runs anyw
 
 ``freeze_started_heap`` is the other half: once a daemon has started, what it built to start (modules, configs,
 the topic table, the store's files) lives as long as the process, and every full collection would walk all of it
-again (14-18 ms for a fresh broker, which took one in its first 100,000 sends in ``broker_inprocess_bench``). Moved to the collector's permanent generation, it is never walked again; later objects are collected
-as before.
+again (14-18 ms for a fresh broker, which took one in its first 100,000 sends in ``broker_inprocess_bench``).
+Moved to the collector's permanent generation, it is never walked again; later objects are collected as before.
 """
 
 from __future__ import annotations

@@ -36,6 +36,8 @@ import mmap
 import os
 from typing import Callable, Iterable
 
+import psutil
+
 from mq.store.flush import PeriodicService
 from mq.store.mapped_file import MappedFile
 from mq.store.mapped_file_queue import MappedFileQueue
@@ -77,15 +79,6 @@ def make_release() -> Release | None:
     return release
 
 
-def resident_bytes() -> int | None:
-    """This process's resident set, bytes (``/proc/self/statm``); None where there is no such file."""
-    try:
-        with open("/proc/self/statm", "rb") as f:
-            return int(f.read().split()[1]) * PAGE
-    except (OSError, ValueError, IndexError):
-        return None
-
-
 class ResidentTrimmer(PeriodicService):
     name = "mq-store-trim"
 
@@ -101,19 +94,30 @@ class ResidentTrimmer(PeriodicService):
         self._warned = False
         #: the last pass shrank the resident set by at least ``BUSY_RELEASE``: the next comes sooner
         self.busy = False
+        #: this process, made at the first pass (in the process that runs the passes, after any fork)
+        self._process: psutil.Process | None = None
 
     def wait_s(self) -> float:
         return self.interval_ms / 1000.0 / (BUSY_DIVISOR if self.busy else 1)
 
     def run_once(self) -> None:
-        before = resident_bytes()
-        self._pass()
-        after = resident_bytes()
-        self.busy = before is not None and after is not None and before - after >= BUSY_RELEASE
-
-    def _pass(self) -> None:
         if self.release is None:
             return
+        before = self.resident_bytes()
+        self._pass()
+        after = self.resident_bytes()
+        self.busy = before > 0 and after > 0 and before - after >= BUSY_RELEASE
+
+    def resident_bytes(self) -> int:
+        """This process's resident set, bytes (0 where the platform does not say: the pace stays as it is)."""
+        try:
+            if self._process is None:
+                self._process = psutil.Process()
+            return self._process.memory_info().rss
+        except psutil.Error:
+            return 0
+
+    def _pass(self) -> None:
         self.passes += 1
         files = list(self.commit_log.files)
         if not files:

@@ -122,10 +122,9 @@ def test_a_pass_that_releases_much_brings_the_next_one_sooner(make_store):
     assert not trimmer.busy and trimmer.wait_s() == slow
 
 
-def test_resident_bytes_is_this_process_rss():
+def test_resident_bytes_is_this_process_rss(make_store):
     import resource
-    rss = R.resident_bytes()
-    assert rss is not None
+    rss = _store(make_store).trimmer.resident_bytes()
     assert 0 < rss <= resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
