@@ -14,14 +14,21 @@ that an upgrade of Java or Spark starts a new archive (and ``commit`` removes th
 checks an archive against its own build and class path itself and runs without it on any mismatch
 (``-Xshare:auto``, its default), so a stale archive costs speed, never a failure.
 
+Writing the archive is most of a first job's wall time (12 of 28 s for a 100-record report on 2 cores), so a
+dumping job is run by ``mq.trace.archive_finisher``, which installs the archive after the JVM has exited while
+the caller already has its report. One job at a time dumps: the finisher holds ``<stem>.lock`` until it is
+done, and a job that finds the lock taken runs without an archive rather than writing a second one.
+
 An archive takes 100-200 MB; the directory is ``$MQ_HOME/cache/spark`` (``mq.cli.trace_analytics``).
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import logging
 import os
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +38,8 @@ log = logging.getLogger(__name__)
 #: First four bytes of a dynamic CDS archive (HotSpot's CDS_DYNAMIC_ARCHIVE_MAGIC 0xf00baba8, little-endian).
 DYNAMIC_MAGIC = bytes.fromhex("a8ab0bf0")
 SUFFIX = ".jsa"
+#: A dump file older than this was left by a job that was killed (a dump is written in seconds): removed.
+STALE_DUMP_S = 3600.0
 #: Spark settings and environment variables that change the driver's class path (part of the archive's key).
 CLASSPATH_CONFS = ("spark.driver.extraClassPath", "spark.jars", "spark.jars.packages", "spark.driver.userClassPathFirst")
 CLASSPATH_ENV = ("SPARK_DIST_CLASSPATH", "SPARK_CLASSPATH", "HADOOP_CONF_DIR", "SPARK_CONF_DIR")
@@ -39,10 +48,12 @@ CLASSPATH_ENV = ("SPARK_DIST_CLASSPATH", "SPARK_CLASSPATH", "HADOOP_CONF_DIR", "
 @dataclass(frozen=True, slots=True)
 class ClassArchive:
     """The archive for one Java and Spark installation: ``path``, and ``dump_to`` (a temporary file the JVM
-    writes) when it does not exist yet."""
+    writes) when it does not exist yet, with ``lock_fd``, the open lock file that says a dump is under way
+    (whoever finishes the job holds it, and closing it ends the claim)."""
 
     path: Path
     dump_to: Path | None = None
+    lock_fd: int | None = None
 
     def java_option(self) -> str:
         """The JVM option that maps the archive, or dumps one at exit."""
@@ -52,7 +63,8 @@ class ClassArchive:
 
     def commit(self) -> bool:
         """After a successful job: make the dumped file the archive (if it is one) and remove archives of
-        other installations from the directory. True if an archive was installed."""
+        other installations from the directory. True if an archive was installed. HotSpot writes the header,
+        and with it the magic, after every region, so a file that starts with the magic is whole."""
         if self.dump_to is None:
             return False
         try:
@@ -76,6 +88,48 @@ class ClassArchive:
         """After a failed job: remove whatever was dumped."""
         if self.dump_to is not None:
             self.dump_to.unlink(missing_ok=True)
+
+
+def lock_path(archive_path: Path) -> Path:
+    """The lock file held while ``archive_path`` is being dumped."""
+    return archive_path.with_name(f"{archive_path.stem}.lock")
+
+
+def _claim(lock: Path) -> int | None:
+    """The lock file, opened and locked (exclusive, not blocking); None when another job holds it."""
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _sweep_stale_dumps(directory: Path, now: float) -> None:
+    """Remove dump files a killed job left behind (called under the lock, so no dump is being written)."""
+    for tmp in directory.glob("*.tmp"):
+        try:
+            if now - tmp.stat().st_mtime > STALE_DUMP_S:
+                tmp.unlink()
+        except OSError:
+            pass
+
+
+def dump_in_progress(cache_dir: str | os.PathLike[str]) -> bool:
+    """Whether a job is writing a class-data archive in ``cache_dir`` (holds a lock there)."""
+    for lock in Path(cache_dir).glob("*.lock"):
+        try:
+            fd = _claim(lock)
+        except OSError:
+            continue
+        if fd is None:
+            return True
+        os.close(fd)
+    return False
 
 
 def _stat_line(path: Path) -> str:
@@ -107,7 +161,8 @@ def class_archive(cache_dir: str | os.PathLike[str], java: str | os.PathLike[str
                   spark_submit: str | os.PathLike[str], conf: Mapping[str, str], environ: Mapping[str, str], *,
                   dump: bool = True) -> ClassArchive | None:
     """The archive to map, or to dump (``dump`` False: None when there is none yet). None also when the cache
-    directory cannot be created."""
+    directory cannot be created, or another job is dumping the archive already. A dumping archive holds the
+    lock (``lock_fd``): the caller hands it to the process that finishes the job, then closes its copy."""
     directory = Path(cache_dir)
     path = directory / f"spark-driver-{archive_key(java, spark_submit, conf, environ)}{SUFFIX}"
     if path.is_file():
@@ -116,7 +171,15 @@ def class_archive(cache_dir: str | os.PathLike[str], java: str | os.PathLike[str
         return None
     try:
         directory.mkdir(parents=True, exist_ok=True)
+        fd = _claim(lock_path(path))
     except OSError as exc:
-        log.warning("no class-data archive for the Spark driver: cannot create %s: %s", directory, exc)
+        log.warning("no class-data archive for the Spark driver: cannot use %s: %s", directory, exc)
         return None
-    return ClassArchive(path, directory / f"{path.stem}.{os.getpid()}.tmp")
+    if fd is None:
+        log.info("another job is writing the class-data archive in %s; this one runs without", directory)
+        return None
+    if path.is_file():  # installed while this job waited for the lock
+        os.close(fd)
+        return ClassArchive(path)
+    _sweep_stale_dumps(directory, time.time())
+    return ClassArchive(path, directory / f"{path.stem}.{os.getpid()}.tmp", fd)

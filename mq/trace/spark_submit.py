@@ -20,10 +20,12 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import zipfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from mq.errors import MQError
 from mq.trace.class_archive import ClassArchive, class_archive
@@ -50,6 +52,8 @@ SMALL_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseParallelGC"
 SMALL_INPUT_MESSAGES = 1_000
 #: A Parquet archive window of at most this many bytes is small.
 SMALL_INPUT_BYTES = 4 << 20
+#: Seconds a job gets to exit after SIGTERM when its caller stops (Ctrl-C, a failing callback).
+STOP_GRACE_S = 10.0
 
 
 class SparkUnavailableError(MQError):
@@ -181,6 +185,13 @@ def parse_progress(line: str) -> Progress | None:
     return Progress(stage, elapsed, kv)
 
 
+def finisher_command(archive: ClassArchive, job_cmd: Sequence[str]) -> list[str]:
+    """The argv that runs ``job_cmd`` under ``mq.trace.archive_finisher`` for a dumping ``archive``."""
+    assert archive.dump_to is not None and archive.lock_fd is not None
+    return [sys.executable, "-m", "mq.trace.archive_finisher", "--archive", str(archive.path),
+            "--dump", str(archive.dump_to), "--lock-fd", str(archive.lock_fd), "--", *job_cmd]  # fmt: skip
+
+
 def run_job(
     job_args: Sequence[str],
     out_dir: str | os.PathLike[str],
@@ -194,6 +205,10 @@ def run_job(
 
     Progress lines go to ``on_progress``; other stderr lines are logged at DEBUG and the last
     ``tail_lines`` of them are put in the TraceJobError raised on a non-zero exit.
+
+    A job whose driver dumps the class-data archive runs under ``mq.trace.archive_finisher``, and this returns
+    when the job reports ``done`` (its output is written): the finisher waits out the JVM's dump and
+    installs the archive.
     """
     env = dict(os.environ if environ is None else environ)
     submit = find_spark_submit(env)
@@ -207,30 +222,64 @@ def run_job(
     env.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     ship = options.ship_package if options.ship_package is not None else not options.local
     out = Path(out_dir)
-    committed = False
+    lock_fd = archive.lock_fd if archive is not None else None  # set when this job dumps the archive
     try:
         with tempfile.TemporaryDirectory(prefix="mq-trace-submit-") as tmp:
             zip_path = build_package_zip(tmp) if ship else None
             cmd = build_command(submit, [*job_args, "--out", str(out)], options, zip_path, archive)
             log.info("running %s", " ".join(cmd))
-            tail: collections.deque[str] = collections.deque(maxlen=tail_lines)
+            if archive is not None and lock_fd is not None:
+                cmd = finisher_command(archive, cmd)
             proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, text=True,
-                                    errors="replace")  # fmt: skip
-            assert proc.stdout is not None
-            with proc:
-                for raw in proc.stdout:
-                    line = raw.rstrip("\n")
-                    prog = parse_progress(line)
-                    if prog is None:
-                        log.debug("spark: %s", line)
-                        tail.append(line)
-                    elif on_progress is not None:
-                        on_progress(prog)
-            if proc.returncode != 0:
-                raise TraceJobError(proc.returncode, "\n".join(tail))
-        if archive is not None:
-            committed = archive.commit()
+                                    errors="replace", stdin=subprocess.DEVNULL,
+                                    pass_fds=() if lock_fd is None else (lock_fd,))  # fmt: skip
+            early = lock_fd is not None
+            if lock_fd is not None:
+                os.close(lock_fd)  # the finisher holds the lock now
+                lock_fd = None
+            _follow(proc, on_progress, tail_lines, early)
     finally:
-        if archive is not None and not committed:
-            archive.discard()
+        if lock_fd is not None:  # the job never started: give the lock back
+            os.close(lock_fd)
     return out
+
+
+def stop_process(proc: subprocess.Popen[Any], grace_s: float = STOP_GRACE_S) -> None:
+    """Close the pipe of ``proc``'s output (its last words get EPIPE rather than block on a pipe nobody
+    drains), send SIGTERM, and SIGKILL after ``grace_s``; wait for it."""
+    if proc.stdout is not None:
+        proc.stdout.close()
+    proc.terminate()
+    try:
+        proc.wait(grace_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def _follow(proc: subprocess.Popen[str], on_progress: Callable[[Progress], None] | None, tail_lines: int,
+            early: bool) -> None:
+    """Read the job's output to its end, or with ``early`` until it reports ``done`` (the finisher then
+    drains the rest and waits for the job); raise TraceJobError if it failed."""
+    tail: collections.deque[str] = collections.deque(maxlen=tail_lines)
+    assert proc.stdout is not None
+    try:
+        for raw in proc.stdout:
+            line = raw.rstrip("\n")
+            prog = parse_progress(line)
+            if prog is None:
+                log.debug("spark: %s", line)
+                tail.append(line)
+                continue
+            if on_progress is not None:
+                on_progress(prog)
+            if early and prog.stage == "done":
+                proc.stdout.close()
+                # Reaped in the background: in a long-lived caller the finisher must not stay a zombie.
+                threading.Thread(target=proc.wait, name="mq-trace-finisher", daemon=True).start()
+                return
+    except BaseException:  # Ctrl-C (which the job gets too) or a failing callback: stop the job
+        stop_process(proc)
+        raise
+    if proc.wait() != 0:
+        raise TraceJobError(proc.returncode, "\n".join(tail))

@@ -49,8 +49,15 @@ def feed(run, broker, cfg, truth) -> Any:  # type: ignore[no-untyped-def]
 def cli_home(tmp_path_factory):  # type: ignore[no-untyped-def]
     """The CLI's private MQ_HOME for the whole session. ``mq trace analyze`` keeps the Spark driver's class-data
     archive under ``$MQ_HOME/cache/spark`` and replaces any other archive there with its own: run with the
-    user's ~/.mq, a test interpreter with its own pyspark (CI's virtualenv) would throw away the user's."""
-    return tmp_path_factory.mktemp("mq-cli-home")
+    user's ~/.mq, a test interpreter with its own pyspark (CI's virtualenv) would throw away the user's. At
+    the end, waits for a finisher still writing the archive there (``mq.trace.archive_finisher``)."""
+    from mq.trace.class_archive import dump_in_progress
+
+    home = tmp_path_factory.mktemp("mq-cli-home")
+    yield home
+    deadline = time.monotonic() + 120
+    while dump_in_progress(home / "cache" / "spark") and time.monotonic() < deadline:
+        time.sleep(0.1)
 
 
 @pytest.fixture
