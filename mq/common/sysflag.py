@@ -59,14 +59,15 @@ def is_zlib_compressed(sys_flag: int) -> bool:
 PRODUCER_BITS = COMPRESSED | MULTI_TAGS | TRANSACTION_MASK | COMPRESSION_MASK
 #: bits that describe a record's layout: set by the store from what it writes, never taken from a request
 LAYOUT_BITS = BORNHOST_V6 | STOREHOST_V6 | NEED_UNWRAP | INNER_BATCH
-_SENT_BITS = COMPRESSED | MULTI_TAGS | COMPRESSION_MASK
+#: bits of a sent sysFlag the broker keeps (``sent_sys_flag``)
+SENT_BITS = COMPRESSED | MULTI_TAGS | COMPRESSION_MASK
 
 
 def sent_sys_flag(sys_flag: int) -> int:
     """The sysFlag of a SEND / SEND_BATCH request as the broker keeps it: compression and tag filter type only.
     Layout bits, transaction type (which decides whether a record gets a queue offset; TRAN_MSG decides it)
     and undefined bits are dropped."""
-    return sys_flag & _SENT_BITS
+    return sys_flag & SENT_BITS
 
 
 def store_sys_flag(sys_flag: int) -> int:

@@ -209,7 +209,7 @@ class ProducerService:
 
 
 def _put_error(res: PutMessageResult, store_config: "StoreConfig") -> ProxyError:
-    from mq.daemon.broker.processors.send import put_status_response
+    from mq.daemon.broker.processors.put_status import put_status_response
 
     resp = put_status_response(RemotingCommand(RequestCode.SEND_MESSAGE_V2), res, store_config)
     if res.status in (_S.MESSAGE_ILLEGAL, _S.PROPERTIES_SIZE_EXCEEDED):

@@ -332,3 +332,55 @@ def test_a_new_groups_retry_topic_is_routed_before_the_heartbeat_is_answered(clu
             assert route.code == RC.SUCCESS, route.remark
 
     run(main())
+
+
+def test_sends_to_a_known_topic_answer_alike_and_see_every_change(broker, client, run):
+    """After its first send a topic's sends take ``SendProcessor._send_direct``: they answer and store like
+    the first (and like SEND_MESSAGE, which always takes the checked path), and a change to the topic or to
+    the broker applies to the very next send."""
+    from mq.protocol.bodies import TopicConfig
+
+    async def send(*args, **kw):  # type: ignore[no-untyped-def]
+        return await client.invoke(broker.address, send_cmd("Known", *args, **kw))
+
+    async def main():
+        broker.topic_config.put(TopicConfig("Known", 2, 2))
+        first, direct = await send(b"a", tags="T", keys="k"), await send(b"b", tags="T", keys="k")
+        v1 = await send(b"c", tags="T", keys="k", code=RequestCode.SEND_MESSAGE)
+        for r in (first, direct, v1):
+            assert r.code == RC.SUCCESS, r.remark
+        assert list(direct.ext_fields) == list(first.ext_fields) == list(v1.ext_fields)
+        assert [r.ext_fields["queueOffset"] for r in (first, direct, v1)] == ["0", "1", "2"]
+        assert {r.ext_fields["MSG_REGION"] for r in (first, direct, v1)} == {"DefaultRegion"}
+        assert {r.ext_fields["TRACE_ON"] for r in (first, direct, v1)} == {"true"}
+        got = records(await client.invoke(broker.address, pull_cmd("Known", 0, 0)))
+        assert [m.body for m in got] == [b"a", b"b", b"c"]
+        assert [m.msg_id for m in got] == [r.ext_fields["msgId"] for r in (first, direct, v1)]
+        same = lambda m: (m.sys_flag, m.flag, m.born_host, m.reconsume_times,  # noqa: E731
+                          {k: v for k, v in m.properties.items() if k != P.UNIQ_CLIENT_MESSAGE_ID_KEYIDX})
+        assert same(got[0]) == same(got[1]) == same(got[2])
+
+        r = await send(b"x", queue_id=2)
+        assert r.code == RC.SYSTEM_ERROR and "queueId[2] is illegal" in r.remark
+        r = await send(b"x", queue_id=-1)
+        assert r.code == RC.SUCCESS and r.ext_fields["queueId"] in ("0", "1")
+        r = await send(b"x", sys_flag=0x2 | 0x4 | 0x8 | 0x10)  # MULTI_TAGS kept, transaction and layout bits not
+        assert r.code == RC.SUCCESS
+        stored = records(await client.invoke(broker.address, pull_cmd("Known", 0, int(r.ext_fields["queueOffset"]))))
+        assert stored[0].sys_flag & 0x2 and not stored[0].sys_flag & (0x4 | 0x8 | 0x10)
+
+        broker.topic_config.put(TopicConfig("Known", 2, 2, perm=4))  # read-only from now
+        r = await send(b"x")
+        assert r.code == RC.NO_PERMISSION and "sending message is forbidden" in r.remark
+        broker.topic_config.put(TopicConfig("Known", 1, 1))
+        r = await send(b"x", queue_id=1)
+        assert r.code == RC.SYSTEM_ERROR and "queueId[1] is illegal" in r.remark
+        broker.replace_config(broker_permission=4)
+        r = await send(b"x")
+        assert r.code == RC.NO_PERMISSION and "sending message is forbidden" in r.remark
+        broker.replace_config(broker_permission=6)
+        tx = await send(b"half", properties=props(**{P.TRANSACTION_PREPARED: "true", P.PRODUCER_GROUP: "PG"}))
+        assert tx.code == RC.SUCCESS
+        assert records(await client.invoke(broker.address, pull_cmd("Known", 0, 0, max_nums=64)))[-1].body != b"half"
+
+    run(main())

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from mq.config import StoreConfig
-from mq.daemon.broker.processors import send
+from mq.daemon.broker.processors import put_status as send
 
 
 def test_disk_util_measures_once_per_ttl_per_store(tmp_path, monkeypatch):

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from mq.common import properties as P
 from mq.common import sysflag as SF
 from mq.common import topic as T
-from mq.daemon.broker.processors.send import put_status_response
+from mq.daemon.broker.processors.put_status import put_status_response
 from mq.daemon.broker.requeue import STORED, load, put_async, rebuild, restore_real
 from mq.daemon.broker.schedule import is_master
 from mq.protocol.codes import RequestCode, ResponseCode
