@@ -23,6 +23,7 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import BinaryIO
 
 from mq.trace.class_archive import ClassArchive
 from mq.trace.spark_submit import parse_progress, stop_process
@@ -35,7 +36,7 @@ def _on_sigterm(signum: int, frame: object) -> None:
     raise _Terminated
 
 
-def _relay(job: subprocess.Popen[bytes], out: object) -> bool:
+def _relay(job: subprocess.Popen[bytes], out: BinaryIO) -> bool:
     """Pass the job's lines to ``out`` until it is closed or the job ends; then drain the rest. True if the
     job reported ``done`` or the reader stayed to the end."""
     assert job.stdout is not None
@@ -45,8 +46,8 @@ def _relay(job: subprocess.Popen[bytes], out: object) -> bool:
         if not reading:
             continue
         try:
-            out.write(raw)  # type: ignore[attr-defined]
-            out.flush()  # type: ignore[attr-defined]
+            out.write(raw)
+            out.flush()
         except OSError:  # the reader has gone (EPIPE): nothing this process writes is read any more
             reading = False
             _silence()
