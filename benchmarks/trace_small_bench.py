@@ -20,13 +20,13 @@
    - ``exit``: the job's last stage to the CLI's exit (SparkContext stop, JVM exit, rendering).
 
    and its CPU time (user + system of the CLI and every process under it, the JVM included), which a busy
-   machine inflates less than the wall time.
+   machine inflates less than the wall time. The jvm/submit/import split needs a job that reports its
+   start-up times (``report["startup"]``); for an older job those phases are shown together as ``start``.
 
 ``--first-run`` measures a first use: the CLI gets a private MQ_HOME whose Spark class-data archive is removed
 before each run, so every run is one that writes it. The CLI returns once the report is ready, and the JVM's
-dump of the archive goes on under ``mq.trace.archive_finisher``: the run's line also says when the archive was
-installed, counted from the CLI's start (that dump's CPU is not in the run's CPU time, as the CLI has exited). The jvm/submit/import split needs a job that reports its
-   start-up times (``report["startup"]``); for an older job those phases are shown together as ``start``.
+dump of the archive goes on under ``mq.trace.archive_finisher``. The run's line also says when the archive was
+installed, counted from the CLI's start. That dump's CPU is not in the run's CPU time, as the CLI has exited.
 
 A benchmark, not a test: it prints figures and asserts only that each report counts the records sent.
 """

@@ -67,6 +67,7 @@ _V2_CODE = RequestCode.SEND_MESSAGE_V2
 #: C++ clients (version >= V3_4_9 = 121) may override the group's retryMaxTimes.
 VERSION_MAX_RECONSUME_OVERRIDE = 121
 
+
 def born_host_of(conn: Any) -> bytes:
     """The packed BORNHOST of a connection's peer (cached on the connection)."""
     b = conn.attrs.get("born_host")
@@ -149,7 +150,7 @@ class SendProcessor:
         return self._handle(conn, cmd)
 
     def _send_direct(self, conn: Any, cmd: RemotingCommand) -> RemotingCommand | None:
-        """The common send in one frame (measured: 1.2-2 µs of the loop's 12-14 per send saved): an ASYNC_FLUSH
+        """The common send in one frame (0.4-1.6 µs less of the loop's 10-14 per send, in-process): an ASYNC_FLUSH
         master, SEND_MESSAGE_V2 answered, one message to a topic that passed ``_prepare``'s name checks
         before, by queue id, with write permission; no retry topic, transaction or timer property. Anything
         else returns None before the store is touched, and ``_handle`` takes the send with every check. The
