@@ -178,7 +178,7 @@ def class_archive(cache_dir: str | os.PathLike[str], java: str | os.PathLike[str
     if fd is None:
         log.info("another job is writing the class-data archive in %s; this one runs without", directory)
         return None
-    if path.is_file():  # installed while this job waited for the lock
+    if path.is_file():  # installed since the check above, by a finisher that has just let the lock go
         os.close(fd)
         return ClassArchive(path)
     _sweep_stale_dumps(directory, time.time())
