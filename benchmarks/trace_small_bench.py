@@ -85,21 +85,19 @@ def feed(broker_ns: str, records: int) -> GroundTruth:
 
 def fresh_archive(cache: Path) -> None:
     """Wait for any finisher still writing an archive in ``cache``, then remove every archive there."""
-    from mq.trace.class_archive import dump_in_progress
+    from mq.trace.class_archive import wait_for_dumps
 
-    while dump_in_progress(cache):
-        time.sleep(0.1)
+    if not wait_for_dumps(cache, 300.0):
+        raise SystemExit(f"a class-data archive is still being written in {cache} after 300 s")
     for p in cache.glob("*.jsa"):
         p.unlink()
 
 
 def archive_ready(cache: Path, t0: float, timeout: float = 120.0) -> float | None:
     """Seconds from ``t0`` until no finisher holds a lock in ``cache`` and an archive is there (None: none)."""
-    from mq.trace.class_archive import dump_in_progress
+    from mq.trace.class_archive import wait_for_dumps
 
-    deadline = time.time() + timeout
-    while dump_in_progress(cache) and time.time() < deadline:
-        time.sleep(0.05)
+    wait_for_dumps(cache, timeout)
     return time.time() - t0 if any(cache.glob("*.jsa")) else None
 
 

@@ -132,6 +132,17 @@ def dump_in_progress(cache_dir: str | os.PathLike[str]) -> bool:
     return False
 
 
+def wait_for_dumps(cache_dir: str | os.PathLike[str], timeout_s: float, poll_s: float = 0.05) -> bool:
+    """Wait until no job is writing a class-data archive in ``cache_dir``; False if one still is after
+    ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while dump_in_progress(cache_dir):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(poll_s)
+    return True
+
+
 def _stat_line(path: Path) -> str:
     try:
         st = path.stat()

@@ -233,7 +233,7 @@ def run_job(
             proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, text=True,
                                     errors="replace", stdin=subprocess.DEVNULL,
                                     pass_fds=() if lock_fd is None else (lock_fd,))  # fmt: skip
-            early = lock_fd is not None
+            early = lock_fd is not None  # the finisher waits for the dump
             if lock_fd is not None:
                 os.close(lock_fd)  # the finisher holds the lock now
                 lock_fd = None

@@ -350,6 +350,9 @@ def test_sends_to_a_known_topic_answer_alike_and_see_every_change(broker, client
         for r in (first, direct, v1):
             assert r.code == RC.SUCCESS, r.remark
         assert list(direct.ext_fields) == list(first.ext_fields) == list(v1.ext_fields)
+        for r in (first, direct, v1):  # the fields written out are the typed header's
+            typed = H.SendMessageResponseHeader.from_ext(r.ext_fields).to_ext()
+            assert list(typed.items()) == list(r.ext_fields.items())
         assert [r.ext_fields["queueOffset"] for r in (first, direct, v1)] == ["0", "1", "2"]
         assert {r.ext_fields["MSG_REGION"] for r in (first, direct, v1)} == {"DefaultRegion"}
         assert {r.ext_fields["TRACE_ON"] for r in (first, direct, v1)} == {"true"}

@@ -51,13 +51,11 @@ def cli_home(tmp_path_factory):  # type: ignore[no-untyped-def]
     archive under ``$MQ_HOME/cache/spark`` and replaces any other archive there with its own: run with the
     user's ~/.mq, a test interpreter with its own pyspark (CI's virtualenv) would throw away the user's. At
     the end, waits for a finisher still writing the archive there (``mq.trace.archive_finisher``)."""
-    from mq.trace.class_archive import dump_in_progress
+    from mq.trace.class_archive import wait_for_dumps
 
     home = tmp_path_factory.mktemp("mq-cli-home")
     yield home
-    deadline = time.monotonic() + 120
-    while dump_in_progress(home / "cache" / "spark") and time.monotonic() < deadline:
-        time.sleep(0.1)
+    wait_for_dumps(home / "cache" / "spark", 120.0)
 
 
 @pytest.fixture

@@ -22,6 +22,7 @@ from mq.trace.class_archive import (
     class_archive,
     dump_in_progress,
     lock_path,
+    wait_for_dumps,
 )
 from mq.trace.spark_submit import SubmitOptions, TraceJobError, run_job
 
@@ -84,10 +85,7 @@ def _jobs(log: Path) -> list[dict]:
 
 
 def _wait_for_finisher(cache: Path, timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while dump_in_progress(cache):
-        assert time.monotonic() < deadline, "the finisher still holds the archive's lock"
-        time.sleep(0.05)
+    assert wait_for_dumps(cache, timeout), "the finisher still holds the archive's lock"
 
 
 def _archives(cache: Path) -> list[Path]:
@@ -197,6 +195,7 @@ def test_a_dump_claims_the_lock_and_sweeps_what_killed_jobs_left(tmp_path) -> No
         assert not stale.exists() and fresh.exists()
         assert lock_path(a.path).is_file() and dump_in_progress(cache)
         assert class_archive(cache, java, submit, {}, {}) is None  # one dump at a time
+        assert not wait_for_dumps(cache, 0.1)
     finally:
         os.close(a.lock_fd)
     assert not dump_in_progress(cache)
