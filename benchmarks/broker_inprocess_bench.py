@@ -17,7 +17,8 @@ messages each (the fixed cost of a pull against its cost per message), and held 
 consumer's pattern (registered by HEART_BEAT, one PULL with SUSPEND and COMMIT_OFFSET held per queue of 8) while
 reads of 8 sends, one per queue, wake them; every answer is followed by the next PULL from its
 ``nextBeginOffset``, so each message costs a send, a held pull's wake-up and answer, and a new pull that is held
-again. Sends also print the event-loop thread's own CPU (``time.thread_time``): the rest of the process figure
+again. The broker runs with pull coalescing off (``pullCoalesceMicros: 0``): these cases time a pull's own
+work, not how long it waits for company. Sends also print the event-loop thread's own CPU (``time.thread_time``): the rest of the process figure
 is the store's threads (the flush threads; the index passes run on the loop, as in the daemon). ``--no-index``
 turns the key index off to show its share.
 
@@ -310,7 +311,8 @@ async def run_case(flush: str, n: int, root: str, index: bool = True, freeze: bo
     from mq.daemon.broker.controller import BrokerController
     from mq.remoting.gc_pause import freeze_started_heap
 
-    bcfg = BrokerConfig(host="127.0.0.1", listen_port=0, namesrv_addr="")
+    # pull coalescing off: the pull cases measure what answering a pull costs, driven one read at a time
+    bcfg = BrokerConfig(host="127.0.0.1", listen_port=0, namesrv_addr="", pull_coalesce_micros=0)
     scfg = StoreConfig(store_path_root_dir=root, flush_disk_type=flush, mapped_file_size_commit_log=1 << 30,
                        message_index_enable=index)
     ctrl = BrokerController(bcfg, store_config=scfg)

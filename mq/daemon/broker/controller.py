@@ -277,6 +277,8 @@ class BrokerController:
             await self.metrics.stop()
         if self.hold_service is not None:
             self.hold_service.drop_all()
+        if self.pull_processor is not None:
+            self.pull_processor.close()
         await self.server.stop()
         await self._stop_ha()
         self.offsets.persist(force=True)

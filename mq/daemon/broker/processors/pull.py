@@ -49,6 +49,7 @@ from mq.common.properties import encode_properties
 from mq.common.sql_filter import Sql92Filter, Sql92SyntaxError
 from mq.common.tags import parse_subscription, tags_code
 from mq.daemon.broker.long_polling import HeldPull
+from mq.daemon.broker.pull_coalescer import PullCoalescer
 from mq.daemon.broker.property_filter import SQL92, commit_log_filter, retry_filter
 from mq.daemon.broker.topic_config import PERM_READ
 from mq.protocol.bodies import MessageModel, TopicConfig
@@ -86,21 +87,46 @@ class PullProcessor:
     def __init__(self, controller: "BrokerController") -> None:
         self.c = controller
         self.slave = controller.store_config.broker_role.upper() == "SLAVE"
+        self.coalescer = PullCoalescer(self._run_parked, controller.config.max_held_pull_requests)
 
     def register(self, server: Any) -> None:
         server.register(RequestCode.PULL_MESSAGE, self.handle)
 
     def handle(self, conn: Any, cmd: RemotingCommand) -> RemotingCommand | None:
         h = PullMessageRequestHeader.from_ext(cmd.ext_fields)
+        if h.sys_flag & FLAG_SUSPEND:
+            cfg = self.c.config
+            wait_us = cfg.pull_coalesce_micros
+            if wait_us > 0:
+                found = self.c.store.get_max_offset(h.topic, h.queue_id) - h.queue_offset
+                if 0 <= found < min(cfg.pull_coalesce_messages, h.max_msg_nums) and \
+                        self.coalescer.park(conn, cmd, h, wait_us):
+                    return None
         return self.process(conn, cmd, h, True)
 
     def reexecute(self, req: HeldPull) -> None:
-        if getattr(req.conn, "output_full", False):  # its client has not read what it was sent: no new answer with messages now
-            resp = self._retry_later(req.cmd, req.header)
+        self._answer_later(req.conn, req.cmd, req.header, False)
+
+    def _run_parked(self, conn: Any, cmd: RemotingCommand, h: PullMessageRequestHeader) -> None:
+        """A pull's first pass, run when its coalescing window ends (``pull_coalescer``)."""
+        try:
+            self._answer_later(conn, cmd, h, True)
+        except Exception as exc:
+            log.exception("pull of %s queue %d from %s failed", h.topic, h.queue_id, conn.remote_addr)
+            conn.send_response(cmd.response(RC.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}"))
+
+    def _answer_later(self, conn: Any, cmd: RemotingCommand, h: PullMessageRequestHeader,
+                      first_pass: bool) -> None:
+        if getattr(conn, "output_full", False):  # its client has not read what it was sent: no new answer with messages now
+            resp = self._retry_later(cmd, h)
         else:
-            resp = self.process(req.conn, req.cmd, req.header, False)
+            resp = self.process(conn, cmd, h, first_pass)
         if resp is not None:
-            req.conn.send_response(resp)
+            conn.send_response(resp)
+
+    def close(self) -> None:
+        """The broker is stopping: parked pulls are dropped with their connections."""
+        self.coalescer.close()
 
     def _retry_later(self, cmd: RemotingCommand, h: PullMessageRequestHeader) -> RemotingCommand:
         """PULL_RETRY_IMMEDIATELY at the requested offset: the client pulls again, and its new request waits
