@@ -132,3 +132,22 @@ def test_beyond_the_limit_pulls_run_at_once_and_a_stopping_broker_drops_the_park
         assert len(done) == 2 and all(f.exception() is not None for f in done)
 
     run(main())
+
+
+def test_a_parked_pull_whose_run_fails_is_answered_system_error(broker_factory, client, run, monkeypatch):
+    b = broker_factory(pull_coalesce_micros=100_000)
+
+    def broken(*_args, **_kwargs):
+        raise RuntimeError("store unreadable")
+
+    async def main():
+        await _send(client, b, "CoFail", 1)
+        monkeypatch.setattr(b.pull_processor, "process", broken)
+        r = await client.invoke(b.address, pull_cmd("CoFail", 0, 0, sys_flag=SUSPEND_SUB, suspend_ms=5000),
+                                timeout=5)
+        assert r.code == RC.SYSTEM_ERROR and r.remark == "RuntimeError: store unreadable"
+        monkeypatch.undo()
+        r = await client.invoke(b.address, pull_cmd("CoFail", 0, 0, sys_flag=SUSPEND_SUB, suspend_ms=5000))
+        assert r.code == RC.SUCCESS and len(records(r)) == 1
+
+    run(main())

@@ -12,6 +12,10 @@ the tag hash codes are computed here (never trusted from the client). Store stat
                                                   without longPollingEnable, as RocketMQ does; no cap)
     OFFSET_OVERFLOW_BADLY, OFFSET_TOO_SMALL    -> PULL_OFFSET_MOVED
 
+A SUSPEND pull that would find fewer than ``pullCoalesceMessages`` messages (or fewer than it asks for) is
+first parked for up to ``pullCoalesceMicros`` (``mq.daemon.broker.pull_coalescer``) and then runs as above, with
+what was stored meanwhile; a parked pull whose run fails is answered SYSTEM_ERROR.
+
 Every answer carries ``suggestWhichBrokerId``, ``nextBeginOffset``, ``minOffset`` and ``maxOffset`` as strings.
 ``suggestWhichBrokerId`` (STORE.md §13.7): with ``slaveReadEnable`` the group's ``whichBrokerWhenConsumeSlowly``
 when the store found the consumer lagging beyond the memory ratio, else the group's ``brokerId``; without it
