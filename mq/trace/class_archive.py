@@ -71,23 +71,38 @@ class ClassArchive:
             with open(self.dump_to, "rb") as f:
                 ok = f.read(len(DYNAMIC_MAGIC)) == DYNAMIC_MAGIC
             if not ok:
-                log.warning("the JVM did not write a class-data archive to %s; start-up stays uncached", self.dump_to)
+                self._failed(f"the JVM did not write a class-data archive to {self.dump_to}")
                 self.dump_to.unlink(missing_ok=True)
                 return False
             os.replace(self.dump_to, self.path)
         except OSError as exc:
-            log.warning("cannot install the class-data archive %s: %s", self.path, exc)
+            self._failed(f"cannot install the class-data archive {self.path}: {exc}")
             return False
+        failure_note(self.path).unlink(missing_ok=True)
         for other in self.path.parent.glob(f"*{SUFFIX}"):
             if other != self.path:
                 other.unlink(missing_ok=True)
         log.info("class-data archive for the Spark driver written to %s", self.path)
         return True
 
+    def _failed(self, reason: str) -> None:
+        """Log why no archive was installed, and leave the reason for the next job to report: the finisher
+        that commits runs after the CLI has returned, when nobody reads its output any more."""
+        log.warning("%s; start-up stays uncached", reason)
+        try:
+            failure_note(self.path).write_text(reason + "\n", encoding="utf-8")
+        except OSError:  # a full disk, most likely: the reason is only logged
+            pass
+
     def discard(self) -> None:
         """After a failed job: remove whatever was dumped."""
         if self.dump_to is not None:
             self.dump_to.unlink(missing_ok=True)
+
+
+def failure_note(archive_path: Path) -> Path:
+    """The file where a finisher that could not install ``archive_path`` leaves the reason."""
+    return archive_path.with_name(f"{archive_path.stem}.failed")
 
 
 def lock_path(archive_path: Path) -> Path:
@@ -193,4 +208,17 @@ def class_archive(cache_dir: str | os.PathLike[str], java: str | os.PathLike[str
         os.close(fd)
         return ClassArchive(path)
     _sweep_stale_dumps(directory, time.time())
+    _report_last_failure(failure_note(path))
     return ClassArchive(path, directory / f"{path.stem}.{os.getpid()}.tmp", fd)
+
+
+def _report_last_failure(note: Path) -> None:
+    """Tell the user why the archive of an earlier job was not installed (``ClassArchive._failed``), once."""
+    try:
+        reason = note.read_text(encoding="utf-8").strip()
+        note.unlink()
+    except OSError:  # no note: the usual case
+        return
+    if reason:
+        log.warning("the Spark driver's class-data archive of an earlier report was not installed (%s); this "
+                    "report writes it again", reason)

@@ -7,6 +7,7 @@ the JVM's archive dump at exit) under a fake JAVA_HOME, so these need neither Ja
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sys
 import time
@@ -21,6 +22,7 @@ from mq.trace.class_archive import (
     archive_key,
     class_archive,
     dump_in_progress,
+    failure_note,
     lock_path,
     wait_for_dumps,
 )
@@ -216,3 +218,26 @@ def test_the_key_follows_the_installation(tmp_path) -> None:
     assert archive_key(java, submit, {"spark.executor.memory": "4g"}, {}) == first
     jar.write_bytes(b"22")
     assert archive_key(java, submit, {}, {}) != first
+
+
+def test_a_failed_install_is_reported_by_the_next_dumping_job(tmp_path, caplog) -> None:
+    """The finisher commits after the CLI has returned, so its warning reaches nobody; the reason is kept
+    beside the archive and the next job that dumps logs it once. An installed archive clears it."""
+    java, submit = tmp_path / "java", tmp_path / "bin" / "spark-submit"
+    cache = tmp_path / "cache"
+    a = class_archive(cache, java, submit, {}, {})
+    assert a is not None and a.dump_to is not None and a.lock_fd is not None
+    os.close(a.lock_fd)
+    a.dump_to.write_bytes(bytes(64))  # torn
+    assert not a.commit() and failure_note(a.path).is_file()
+    with caplog.at_level(logging.WARNING, logger="mq.trace.class_archive"):
+        b = class_archive(cache, java, submit, {}, {})
+    assert b is not None and b.lock_fd is not None
+    os.close(b.lock_fd)
+    said = [r.getMessage() for r in caplog.records if "earlier report was not installed" in r.getMessage()]
+    assert len(said) == 1 and str(a.dump_to) in said[0]
+    assert not failure_note(a.path).exists()  # reported once
+    a.dump_to.write_bytes(bytes(64))
+    assert not a.commit() and failure_note(a.path).is_file()
+    b.dump_to.write_bytes(DYNAMIC_MAGIC + bytes(64))
+    assert b.commit() and not failure_note(a.path).exists()
