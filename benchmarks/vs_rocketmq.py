@@ -16,7 +16,8 @@ topic (``--topic``, default ``BenchmarkVs``) created with ``--queues`` (8) queue
   group, which starts at offset 0) drains it: messages per second from the first pulled message to the last,
   read from the broker's own counter (``msgGetTotalTodayNow`` of GET_BROKER_RUNTIME_INFO, polled every 50 ms);
 - ``load``: ``send`` while a CPU-burning process (a Python busy loop) runs beside it, pinned to the last CPU
-  with ``--burn-pin`` (default: not pinned; the scheduler places it).
+  with ``--burn-pin`` (default: not pinned; the scheduler places it). ``--e2e-burn`` runs the same process
+  beside ``e2e``.
 
 For each case and broker it prints the official figures, the broker's peak RSS (all of it, and without the
 pages of its mapped store files, which the kernel may drop at any time), the broker's CPU time (user + system,
@@ -35,7 +36,7 @@ pre-touched 8 GiB would only add RSS.
     source /work/java/env.sh   # or set MQ_JAVA_BENCH_CLASSPATH and MQ_JAVA_BROKER_CLASSPATH
     python benchmarks/vs_rocketmq.py [--rounds 3] [--cases send,e2e,drain,load] [--seconds 40] [--warmup 20]
         [--threads 16] [--size 1024] [--queues 8] [--backlog 1000000] [--burn-pin] [--brokers mq,rocketmq]
-        [--mq-config KEY=VALUE ...] [--slave-read]
+        [--mq-config KEY=VALUE ...] [--slave-read] [--e2e-burn]
 
 ``--slave-read`` runs ``e2e`` against a master and its slave instead of one broker (``bench_daemons.
 replicated_brokers``: ASYNC_MASTER and SLAVE of one broker name, both with ``slaveReadEnable``), with the Consumer's
@@ -188,13 +189,27 @@ def _busiest(th0: dict, th1: dict, msgs: int, seconds: float) -> str:
             f"system us/msg")
 
 
+def _start_burner(a: argparse.Namespace) -> subprocess.Popen:
+    """A CPU-burning process (a Python busy loop), pinned to the last CPU with ``--burn-pin``."""
+    burner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    if a.burn_pin:
+        os.sched_setaffinity(burner.pid, {max(os.sched_getaffinity(0))})
+    return burner
+
+
+def _stop_burner(burner: subprocess.Popen | None) -> None:
+    if burner is not None:
+        burner.kill()
+        burner.wait()
+
+
+def _burner_text(a: argparse.Namespace) -> str:
+    return f"; a busy loop {'pinned to CPU ' + str(max(os.sched_getaffinity(0))) if a.burn_pin else 'unpinned'}"
+
+
 def run_send(kind: str, ns: str, broker: psutil.Process, a: argparse.Namespace, case: str) -> Result:
     counters = Counters(ns)
-    burner = None
-    if case == "load":
-        burner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
-        if a.burn_pin:
-            os.sched_setaffinity(burner.pid, {max(os.sched_getaffinity(0))})
+    burner = _start_burner(a) if case == "load" else None
     prod = JavaTool(a.bench_classpath, "Producer", _producer_args(ns, a))
     try:
         start = time.monotonic()
@@ -210,9 +225,7 @@ def run_send(kind: str, ns: str, broker: psutil.Process, a: argparse.Namespace, 
         windows, failed, resp_failed = _send_figures(prod.drain_lines(), start + a.warmup + 9.5)
     finally:
         prod.stop()
-        if burner is not None:
-            burner.kill()
-            burner.wait()
+        _stop_burner(burner)
         counters.close()
     sent = p1 - p0
     tps = sum(w[0] for w in windows) / max(1, len(windows))
@@ -225,7 +238,7 @@ def run_send(kind: str, ns: str, broker: psutil.Process, a: argparse.Namespace, 
             f"{f['cpu_us']:.1f} us/msg ({f['cores']:.2f} cores; {_busiest(th0, th1, sent, t1 - t0)}), "
             f"Producer CPU {f['client_cpu_us']:.1f} us/msg; {machine.split()}")
     if burner is not None:
-        text += f"; a busy loop {'pinned to CPU ' + str(max(os.sched_getaffinity(0))) if a.burn_pin else 'unpinned'}"
+        text += _burner_text(a)
     return Result(case, kind, f, text)
 
 
@@ -236,8 +249,10 @@ def run_e2e(kind: str, ns: str, broker: psutil.Process, a: argparse.Namespace,
     counters = Counters(ns)
     slave_counters = Counters(ns, broker_id=1) if slave is not None else None
     cons = JavaTool(a.bench_classpath, "Consumer", ["-n", ns, "-t", a.topic, "-g", CONSUMER_GROUP])
-    prod = None
+    prod = burner = None
     try:
+        if a.e2e_burn:
+            burner = _start_burner(a)
         cons.wait_for("Consumer Started", 60)
         time.sleep(2)  # the first rebalance
         prod = JavaTool(a.bench_classpath, "Producer", _producer_args(ns, a))
@@ -265,6 +280,7 @@ def run_e2e(kind: str, ns: str, broker: psutil.Process, a: argparse.Namespace,
         if prod is not None:
             prod.stop()
         cons.stop()
+        _stop_burner(burner)
         counters.close()
         if slave_counters is not None:
             slave_counters.close()
@@ -299,7 +315,8 @@ def run_e2e(kind: str, ns: str, broker: psutil.Process, a: argparse.Namespace,
             + f"; {'the master: ' if slave is not None else ''}{_busiest(th0, th1, got, t1 - t0)}); the Consumer "
             + (f"sent {segs / (t1 - t0):,.0f} requests/s ({f['per_pull']:.2f} messages each)"
                if segs is not None else "requests not counted (`ss` could not run)")
-            + f" and used {f['consumer_cpu_us']:.1f} us of CPU per message; {machine.split()}")
+            + f" and used {f['consumer_cpu_us']:.1f} us of CPU per message; {machine.split()}"
+            + (_burner_text(a) if burner is not None else ""))
     return Result("e2e", kind, f, text)
 
 
@@ -414,6 +431,8 @@ def main() -> None:
     ap.add_argument("--burn-pin", action="store_true", help="pin the busy loop of the load case to the last CPU")
     ap.add_argument("--mq-config", action="append", default=[], type=_setting, metavar="KEY=VALUE",
                     help="a setting of mq's broker config (its YAML name), e.g. warmAheadBytes=0; repeatable")
+    ap.add_argument("--e2e-burn", action="store_true",
+                    help="e2e with the load case's CPU-burning process beside it (users share machines)")
     ap.add_argument("--slave-read", action="store_true",
                     help="e2e only: each broker as a master and a slave, the Consumer pulling from the slave")
     ap.add_argument("--bench-classpath", default=os.environ.get("MQ_JAVA_BENCH_CLASSPATH", ""))
