@@ -21,8 +21,8 @@ from typing import Callable
 log = logging.getLogger(__name__)
 
 _CLOCK_MONOTONIC = 1
-_TFD_NONBLOCK = os.O_NONBLOCK
-_TFD_CLOEXEC = 0o2000000
+_TFD_NONBLOCK = os.O_NONBLOCK  # Linux defines TFD_NONBLOCK and TFD_CLOEXEC as these open(2) flags
+_TFD_CLOEXEC = os.O_CLOEXEC
 
 
 class _Timespec(ctypes.Structure):
@@ -65,16 +65,23 @@ class FineTimer:
         self._fd = -1
         self._spec = _Itimerspec()
         if _LIBC is not None:
-            fd = _LIBC.timerfd_create(_CLOCK_MONOTONIC, _TFD_NONBLOCK | _TFD_CLOEXEC)
-            if fd >= 0:
-                try:
-                    loop.add_reader(fd, self._on_readable)
-                except (NotImplementedError, OSError):  # a loop without readers (Windows' proactor)
-                    os.close(fd)
-                else:
-                    self._fd = fd
-            else:
-                log.debug("timerfd_create failed (errno %d); falling back to call_later", ctypes.get_errno())
+            self._fd = self._open_timerfd(loop)
+
+    def _open_timerfd(self, loop: asyncio.AbstractEventLoop) -> int:
+        """A timerfd the loop watches, or -1 (and the reason logged) for the ``call_later`` fallback."""
+        fd = _LIBC.timerfd_create(_CLOCK_MONOTONIC, _TFD_NONBLOCK | _TFD_CLOEXEC)  # type: ignore[union-attr]
+        if fd < 0:
+            log.warning("timerfd_create failed (errno %d); timers fall back to call_later (1 ms steps)",
+                        ctypes.get_errno())
+            return -1
+        try:
+            loop.add_reader(fd, self._on_readable)
+        except (NotImplementedError, OSError) as exc:  # the loop cannot watch a descriptor
+            os.close(fd)
+            log.warning("the event loop cannot watch a timerfd (%s); timers fall back to call_later (1 ms steps)",
+                        exc)
+            return -1
+        return fd
 
     @property
     def precise(self) -> bool:

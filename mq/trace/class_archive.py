@@ -216,9 +216,12 @@ def _report_last_failure(note: Path) -> None:
     """Tell the user why the archive of an earlier job was not installed (``ClassArchive._failed``), once."""
     try:
         reason = note.read_text(encoding="utf-8").strip()
-        note.unlink()
     except OSError:  # no note: the usual case
         return
+    try:
+        note.unlink()
+    except OSError as exc:
+        log.warning("cannot remove %s: %s", note, exc)
     if reason:
         log.warning("the Spark driver's class-data archive of an earlier report was not installed (%s); this "
                     "report writes it again", reason)

@@ -98,3 +98,24 @@ def test_without_timerfd_it_falls_back_to_call_later(monkeypatch):
         assert fired == [1]
 
     _run("asyncio", main)
+
+
+def test_a_loop_that_cannot_watch_the_timerfd_gets_call_later_and_a_warning(caplog):
+    async def main():
+        loop = asyncio.get_running_loop()
+
+        def no_readers(*_args):
+            raise NotImplementedError
+
+        loop.add_reader = no_readers  # as a loop without descriptor watching would
+        fired = []
+        with caplog.at_level("WARNING", logger="mq.remoting.fine_timer"):
+            timer = FineTimer(loop, lambda: fired.append(1))
+        assert not timer.precise
+        assert any("cannot watch a timerfd" in r.getMessage() for r in caplog.records)
+        timer.arm(0.01)
+        await asyncio.sleep(0.1)
+        assert fired == [1]
+        timer.close()
+
+    _run("asyncio", main)
